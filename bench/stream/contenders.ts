@@ -1,0 +1,327 @@
+/**
+ * The stream bench's contenders, and its consumer-process entry point.
+ *
+ * Each contender consumes one served stream completely per call and reports what it saw:
+ * - `raw`: the official SDK Harness itself uses (`openai` chat.completions.create / `@anthropic-ai/sdk`
+ *   messages.create, `stream: true`, retries off), iterating its events and counting them — the
+ *   baseline and practical limit;
+ * - `harness`: what the agent loop does per model call (runtime/agent/session.ts `streamCall`):
+ *   checkpoint, `prepareCall`, `prepared.stream()` through the adapter plugin and the `llm/stream`
+ *   waterfall with 3 pass-through middlewares (async generators, as a plugin author writes them:
+ *   `async function* (request, next) { for await (const chunk of next()) yield chunk; }`), the
+ *   BlockAssembler, one `assistant/chunk` record per chunk in a real FileJournal (temp dir), the
+ *   assembled `assistant/message`, and the closing checkpoint;
+ * - `vercel`: the Vercel AI SDK `streamText` (@ai-sdk/openai `.chat()` / @ai-sdk/anthropic, retries
+ *   off, the same tools declared with JSON schemas) consuming `fullStream`;
+ * - `pi`: `@mariozechner/pi-ai` `stream()` with a model whose `baseUrl` is the loopback server.
+ *
+ * Entry (one consumer process per measurement batch, spawned by bench/stream.ts):
+ * `node --import tsx --expose-gc contenders.ts <contender> <stream> <warmups> <runs> <servedJson>` →
+ * prints `{ samples: [{ cpuUs, wallMs, items, blocks, finish }] }`. Each measured run starts after a
+ * full GC; CPU = process user + system over the whole consumption (the server is another process).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { createHarness, type Harness } from '../../runtime/harness.ts';
+import { BlockAssembler } from '../../runtime/llm/assembler.ts';
+import { markAgentLoopRequest } from '../../runtime/llm/call-config.ts';
+import { createAssistantMessage, createUserMessage } from '../../runtime/llm/message.ts';
+import type { StreamChunk, ToolSpec } from '../../runtime/llm/types.ts';
+import { createJournal } from '../../runtime/session/journal.ts';
+import type { SessionJournal } from '../../runtime/session/types.ts';
+import { projectRoot } from '../../test/support/fixture-server.ts';
+import { answer, collectGarbage, cpuMicros, isMain } from '../support.ts';
+import { importPeer } from '../peers.ts';
+import type { ServedStream, StreamName } from './server.ts';
+
+export const CONTENDERS = ['raw', 'harness', 'vercel', 'pi'] as const;
+export type Contender = (typeof CONTENDERS)[number];
+
+/** What one consumption saw: items iterated, content blocks recognised, and how it finished. */
+export interface Consumed {
+  readonly items: number;
+  /** Content blocks the contender assembled or announced (checked against the served stream). */
+  readonly blocks: number;
+  readonly finish: string;
+}
+
+export type Consume = () => Promise<Consumed>;
+export type Served = Record<StreamName, ServedStream>;
+
+const KEY = 'bench-key';
+const MODELS: Record<StreamName, string> = { openai: 'gpt-4o-2024-08-06', anthropic: 'claude-sonnet-4-20250514' };
+
+/** The two tools of the OpenAI recording, declared the same way to every contender. */
+const TOOLS: readonly ToolSpec[] = [
+  {
+    name: 'GetWeatherArgs',
+    description: 'Current weather in a city.',
+    inputSchema: { type: 'object', properties: { city: { type: 'string' }, country: { type: 'string' }, units: { type: 'string' } }, required: ['city'] },
+  },
+  {
+    name: 'get_stock_price',
+    description: 'The latest price of a stock.',
+    inputSchema: { type: 'object', properties: { symbol: { type: 'string' } }, required: ['symbol'] },
+  },
+];
+
+// ── (a) raw SDK ───────────────────────────────────────────────────────────────────────────────────
+
+export function rawContender(served: Served): Record<StreamName, Consume> {
+  const openai = new OpenAI({ apiKey: KEY, baseURL: served.openai.url, maxRetries: 0 });
+  const anthropic = new Anthropic({ apiKey: KEY, baseURL: served.anthropic.url, maxRetries: 0 });
+  const tools = TOOLS.map((tool) => ({ type: 'function' as const, function: { name: tool.name, description: tool.description, parameters: tool.inputSchema as Record<string, unknown> } }));
+  return {
+    async openai() {
+      const stream = await openai.chat.completions.create({ model: MODELS.openai, messages: [{ role: 'user', content: 'hi' }], tools, stream: true, stream_options: { include_usage: true } });
+      let items = 0;
+      for await (const _event of stream) items++;
+      return { items, blocks: -1, finish: 'n/a' };
+    },
+    async anthropic() {
+      const stream = await anthropic.messages.create({
+        model: MODELS.anthropic,
+        max_tokens: 4096,
+        thinking: { type: 'enabled', budget_tokens: 2048 },
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      });
+      let items = 0;
+      for await (const _event of stream) items++;
+      return { items, blocks: -1, finish: 'n/a' };
+    },
+  };
+}
+
+// ── (b) Harness ───────────────────────────────────────────────────────────────────────────────────
+
+/** The pass-through middleware, as a plugin author writes it (hoisted: no closure per call). */
+export async function* passThrough(_request: unknown, next: () => AsyncIterable<StreamChunk>): AsyncGenerator<StreamChunk> {
+  for await (const chunk of next()) yield chunk;
+}
+
+export interface HarnessRig {
+  readonly harness: Harness;
+  readonly dataDir: string;
+  readonly consume: Record<StreamName, Consume>;
+  /** The journal file of the last consumption. */
+  lastJournalPath: string | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * A harness with the llm-openai and llm-anthropic plugins routed at the served streams and
+ * `middlewares` pass-through middlewares on `llm/stream`. Each consumption writes a new journal.
+ */
+export async function harnessRig(served: Served, middlewares = 3): Promise<HarnessRig> {
+  process.env.HARNESS_BENCH_KEY = KEY;
+  const dataDir = mkdtempSync(join(tmpdir(), 'harness-bench-stream-'));
+  const harness = await createHarness({
+    dataDir,
+    config: {
+      plugins: [
+        {
+          module: join(projectRoot, 'plugins/llm-openai/index.ts'),
+          config: { providers: { 'bench-openai': { api: 'chat', baseURL: served.openai.url, apiKeyEnv: 'HARNESS_BENCH_KEY', allowUnknownModels: true } } },
+        },
+        {
+          module: join(projectRoot, 'plugins/llm-anthropic/index.ts'),
+          config: { providers: { 'bench-anthropic': { baseURL: served.anthropic.url, apiKeyEnv: 'HARNESS_BENCH_KEY', allowUnknownModels: true } } },
+        },
+      ],
+    },
+  });
+  for (let i = 0; i < middlewares; i++) harness.ctx.on('llm/stream', passThrough as never);
+  let sessionCount = 0;
+  const rig: HarnessRig = {
+    harness,
+    dataDir,
+    lastJournalPath: undefined,
+    consume: {
+      openai: () => harnessCall(rig, 'bench-openai', MODELS.openai, `bench-${sessionCount++}`),
+      anthropic: () => harnessCall(rig, 'bench-anthropic', MODELS.anthropic, `bench-${sessionCount++}`),
+    },
+    async close() {
+      await harness.dispose();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return rig;
+}
+
+/** One model call the way the agent loop makes it (runtime/agent/session.ts runStep + streamCall). */
+async function harnessCall(rig: HarnessRig, provider: string, model: string, id: string): Promise<Consumed> {
+  const { harness } = rig;
+  const journal: SessionJournal = await createJournal({ dataDir: harness.dataDir, id, bus: harness.kernel.bus });
+  rig.lastJournalPath = journal.path;
+  const turn = 1;
+  const step = 1;
+  const user = createUserMessage('hi');
+  journal.append('turn/start', { turn });
+  journal.append('user/message', { turn, message: user });
+  journal.append('step/start', { turn, step });
+  const prepared = await harness.llm.prepareCall({ provider, model, ...(provider === 'bench-anthropic' ? { reasoningEffort: 'low' } : {}) });
+  await journal.checkpoint(); // before the call is dispatched
+  const controller = new AbortController();
+  const request = markAgentLoopRequest({ ...prepared.config, messages: journal.state.messages, tools: TOOLS, signal: controller.signal, sessionId: id, purpose: 'agent' });
+  const assembler = new BlockAssembler();
+  let items = 0;
+  for await (const chunk of prepared.stream(request)) {
+    items++;
+    assembler.push(chunk);
+    const appended = journal.append('assistant/chunk', { turn, step, chunk });
+    if (appended instanceof Promise) await appended;
+  }
+  const result = assembler.result();
+  if (result.finish.kind === 'stop' || result.finish.kind === 'tool-calls') {
+    const message = createAssistantMessage({ content: result.content, provider, model, ...(result.replayState ? { replayState: result.replayState } : {}) });
+    journal.append('assistant/message', { turn, step, message, finish: result.finish, ...(result.usage ? { usage: result.usage } : {}) });
+  }
+  journal.append('step/end', { turn, step });
+  journal.append('turn/end', { turn, reason: 'completed' });
+  await journal.checkpoint(); // at turn end
+  await journal.close();
+  const finish = result.finish.kind === 'error' || result.finish.kind === 'aborted' ? `${result.finish.kind}: ${result.finish.failure.code} ${result.finish.failure.message}` : result.finish.kind;
+  return { items, blocks: result.content.length, finish };
+}
+
+// ── (c) Vercel AI SDK ─────────────────────────────────────────────────────────────────────────────
+
+/** The parts of the `ai` package this bench uses. */
+interface AiModule {
+  streamText(options: Record<string, unknown>): { fullStream: AsyncIterable<{ type: string; finishReason?: string; error?: unknown }> };
+  jsonSchema(schema: unknown): unknown;
+  tool(definition: Record<string, unknown>): unknown;
+}
+interface AiOpenAIModule {
+  createOpenAI(options: Record<string, unknown>): { chat(model: string): unknown };
+}
+interface AiAnthropicModule {
+  createAnthropic(options: Record<string, unknown>): (model: string) => unknown;
+}
+
+export async function vercelContender(served: Served): Promise<Record<StreamName, Consume>> {
+  const ai = await importPeer<AiModule>('ai');
+  const { createOpenAI } = await importPeer<AiOpenAIModule>('@ai-sdk/openai');
+  const { createAnthropic } = await importPeer<AiAnthropicModule>('@ai-sdk/anthropic');
+  const openai = createOpenAI({ apiKey: KEY, baseURL: served.openai.url });
+  const anthropic = createAnthropic({ apiKey: KEY, baseURL: `${served.anthropic.root}/v1` });
+  const tools = Object.fromEntries(TOOLS.map((spec) => [spec.name, ai.tool({ description: spec.description, inputSchema: ai.jsonSchema(spec.inputSchema) })]));
+  const consume = async (options: Record<string, unknown>): Promise<Consumed> => {
+    const result = ai.streamText({ ...options, prompt: 'hi', maxRetries: 0 });
+    let items = 0;
+    let blocks = 0;
+    let finish = 'none';
+    for await (const part of result.fullStream) {
+      items++;
+      switch (part.type) {
+        case 'tool-call':
+        case 'text-end':
+        case 'reasoning-end':
+          blocks++;
+          break;
+        case 'finish':
+          finish = String(part.finishReason);
+          break;
+        case 'error':
+          finish = `error: ${part.error instanceof Error ? part.error.message : String(part.error)}`;
+          break;
+        default:
+          break;
+      }
+    }
+    return { items, blocks, finish };
+  };
+  return {
+    openai: () => consume({ model: openai.chat(MODELS.openai), tools }),
+    anthropic: () => consume({ model: anthropic(MODELS.anthropic), providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: 2048 } } } }),
+  };
+}
+
+// ── (d) pi-ai ─────────────────────────────────────────────────────────────────────────────────────
+
+interface PiModule {
+  stream(model: unknown, context: unknown, options?: Record<string, unknown>): AsyncIterable<{ type: string; reason?: string; message?: { content: unknown[] }; error?: { errorMessage?: string; content: unknown[] } }>;
+}
+
+export async function piContender(served: Served): Promise<Record<StreamName, Consume>> {
+  const pi = await importPeer<PiModule>('@mariozechner/pi-ai');
+  const base = { reasoning: true, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 200_000, maxTokens: 8192 };
+  const openaiModel = { ...base, id: MODELS.openai, name: 'bench openai', api: 'openai-completions', provider: 'openai', baseUrl: served.openai.url, reasoning: false };
+  const anthropicModel = { ...base, id: MODELS.anthropic, name: 'bench anthropic', api: 'anthropic-messages', provider: 'anthropic', baseUrl: served.anthropic.root };
+  const tools = TOOLS.map((spec) => ({ name: spec.name, description: spec.description, parameters: spec.inputSchema }));
+  const consume = async (model: unknown, options: Record<string, unknown>): Promise<Consumed> => {
+    const context = { messages: [{ role: 'user', content: 'hi', timestamp: Date.now() }], tools };
+    let items = 0;
+    let blocks = 0;
+    let finish = 'none';
+    for await (const event of pi.stream(model, context, { apiKey: KEY, maxRetries: 0, ...options })) {
+      items++;
+      if (event.type === 'done') {
+        finish = String(event.reason);
+        blocks = event.message?.content.length ?? -1;
+      } else if (event.type === 'error') {
+        finish = `error: ${event.error?.errorMessage ?? 'unknown'}`;
+        blocks = event.error?.content.length ?? -1;
+      }
+    }
+    return { items, blocks, finish };
+  };
+  return {
+    openai: () => consume(openaiModel, {}),
+    anthropic: () => consume(anthropicModel, { thinkingEnabled: true, thinkingBudgetTokens: 2048 }),
+  };
+}
+
+// ── Consumer process ──────────────────────────────────────────────────────────────────────────────
+
+export interface Sample extends Consumed {
+  readonly cpuUs: number;
+  readonly wallMs: number;
+}
+
+async function contenderFor(name: Contender, served: Served): Promise<{ consume: Record<StreamName, Consume>; close(): Promise<void> }> {
+  switch (name) {
+    case 'raw':
+      return { consume: rawContender(served), close: async () => undefined };
+    case 'harness': {
+      const rig = await harnessRig(served);
+      return { consume: rig.consume, close: () => rig.close() };
+    }
+    case 'vercel':
+      return { consume: await vercelContender(served), close: async () => undefined };
+    case 'pi':
+      return { consume: await piContender(served), close: async () => undefined };
+  }
+}
+
+/** Warm-up runs, then measured runs, each after a full GC. */
+export async function measureContender(name: Contender, stream: StreamName, served: Served, warmups: number, runs: number): Promise<Sample[]> {
+  const contender = await contenderFor(name, served);
+  try {
+    const consume = contender.consume[stream];
+    for (let i = 0; i < warmups; i++) await consume();
+    const samples: Sample[] = [];
+    for (let i = 0; i < runs; i++) {
+      collectGarbage();
+      const wall = performance.now();
+      const cpu = cpuMicros();
+      const seen = await consume();
+      samples.push({ ...seen, cpuUs: cpuMicros() - cpu, wallMs: performance.now() - wall });
+    }
+    return samples;
+  } finally {
+    await contender.close();
+  }
+}
+
+if (isMain(import.meta.url)) {
+  const [name, stream, warmups, runs, servedJson] = process.argv.slice(2);
+  const samples = await measureContender(name as Contender, stream as StreamName, JSON.parse(servedJson!) as Served, Number(warmups), Number(runs));
+  answer({ samples });
+  // Keep-alive sockets of the SDKs would hold the process open.
+  process.exit(0);
+}

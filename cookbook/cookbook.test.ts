@@ -1,0 +1,93 @@
+/**
+ * Every cookbook example runs here, and its outcome is checked.
+ */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+describe('cookbook examples', { timeout: 120_000 }, () => {
+  it('first-plugin: an llm/stream middleware with its own hook, service and session event', async () => {
+    const { main } = await import('./first-plugin.ts');
+    const result = await main();
+    expect(result.calls.map((c) => c.finish)).toEqual(['tool-calls', 'tool-calls', 'stop']);
+    expect(result.calls.every((c) => c.provider === 'scripted' && c.chunkCount > 3 && c.firstChunkMs >= 0)).toBe(true);
+    expect(result.calls.at(-1)!.textChars).toBeGreaterThan(100);
+    expect(result.emitted).toBe(3);
+    expect(result.journaled).toBe(2); // the last call's stats are journaled before the next call, which never comes
+  });
+
+  it('llm-adapter: an OpenAI-compatible provider by config, against the fixture server, through the real SDK', async () => {
+    const { main } = await import('./llm-adapter.ts');
+    const result = await main();
+    expect(result.provider).toBe('acme');
+    expect(result.requestPath).toBe('/v1/chat/completions');
+    expect(result.text).toMatch(/^I'm unable to provide real-time weather updates\./);
+    expect(result.usage).toMatchObject({ inputTokens: expect.any(Number), outputTokens: expect.any(Number) });
+  });
+
+  it('adding-a-tool: defineTool + ctx.tools.register, called by a scripted model', async () => {
+    const { main } = await import('./adding-a-tool.ts');
+    const result = await main();
+    expect(result.result).toMatch(/^\d+ words in \d+ lines$/);
+    expect(result.answer).toBe(`README.md has ${result.result}.`);
+    expect(result.decidedBy).toBe('policy:read-only');
+  });
+
+  it('approval-policy: a custom ApproveFn allows notes/ writes and denies the rest', async () => {
+    const { main } = await import('./approval-policy.ts');
+    const result = await main();
+    expect(result.decisions).toEqual([
+      { name: 'write_file', decision: 'allow' },
+      { name: 'write_file', decision: 'deny', reason: 'writes go to notes/ only, not src/ledger.ts' },
+      { name: 'exec_command', decision: 'deny', reason: 'exec_command is not allowed here' },
+    ]);
+    expect(result).toMatchObject({ summaryWritten: true, sourceUntouched: true, notesKept: true });
+  });
+
+  it('hot-reload: an adapter reloaded mid-session serves the next turn; a broken edit keeps the old one', async () => {
+    const { main } = await import('./hot-reload.ts');
+    const result = await main();
+    expect(result.replies).toEqual(['Hello from v1. You said: one', 'Hello from v2! You said: two', 'Hello from v2! You said: three']);
+    expect(result.reloads).toEqual(['reloaded echo-model → generation 2', 'reload of echo-model failed (PLUGIN_IMPORT_FAILED); generation 2 still serving']);
+    expect(result.turns).toEqual([1, 2, 3]);
+    expect(result.sameJournal).toBe(true);
+  });
+
+  it('replay-and-resume: read, fold at a seq, fork, resume', async () => {
+    const { main } = await import('./replay-and-resume.ts');
+    const result = await main();
+    expect(result.messagesAfterFirstToolResult).toBe(3);
+    expect(result.finalMessages).toBe(6);
+    expect(result.forkParent).toMatchObject({ seq: result.eventCount });
+    expect(result.resumedTurnEnd).toBe('completed');
+    expect(result.resumedTurns).toBe(2);
+    expect(result.headerReasons).toEqual(['initial', 'resume']);
+  });
+
+  it('cassette: a recorded journal replays offline through llm-replay; a differing request fails loudly', async () => {
+    const { main } = await import('./cassette.ts');
+    const result = await main();
+    expect(result).toMatchObject({ calls: 3, turnEnd: 'completed', sameMessages: true });
+    expect(result.mismatch).toMatchObject({ reason: 'error', code: 'CASSETTE_MISMATCH' });
+    expect(result.mismatch.firstLine).toContain('request 1 differs from recorded call 1');
+  });
+
+  it('import-dsh: a DeepSeek Harness session becomes a journal of ours', async () => {
+    const { main } = await import('./import-dsh.ts');
+    const result = await main();
+    expect(result.assemblerMismatches).toBe(0);
+    expect(result.importedFrom).toBe('dsh');
+    expect(result.turns).toBe(1);
+    expect(result.lastTurn).toEqual({ turn: 1, reason: 'completed' });
+    expect(result.surface).toEqual(['user', 'plugin', 'assistant', 'tool', 'assistant']);
+    expect(result.dshOnlyRecords.length).toBeGreaterThan(0);
+  });
+
+  it('an example runs on its own with tsx, as its page says', () => {
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'cookbook/hot-reload.ts'], { cwd: root, encoding: 'utf8', timeout: 90_000 });
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain("'Hello from v2! You said: three'");
+  });
+});

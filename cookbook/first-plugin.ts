@@ -1,0 +1,109 @@
+/**
+ * Cookbook: your first plugin — an `llm/stream` middleware.
+ * Run: npx tsx cookbook/first-plugin.ts
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createHarness, definePlugin, registerEventType, z, type EmitHook } from '../runtime/index.ts';
+
+/** What the plugin measures about one model call. */
+export interface StreamStat {
+  readonly provider: string;
+  readonly model: string;
+  readonly chunkCount: number;
+  readonly textChars: number;
+  /** ms from the request to its first chunk */
+  readonly firstChunkMs: number;
+  readonly finish: string;
+}
+
+// Types by declaration merging: a hook, a service and a session event of this plugin.
+declare global {
+  namespace Harness {
+    interface HookMap {
+      'stream-stats/call': EmitHook<StreamStat>;
+    }
+    interface Services {
+      streamStats?: { readonly calls: readonly StreamStat[] };
+    }
+    interface SessionEventMap {
+      'stream-stats/call': StreamStat;
+    }
+  }
+}
+
+export const streamStats = definePlugin({
+  name: 'stream-stats',
+  config: z.object({ slowFirstChunkMs: z.number().int().positive().default(2000) }).default({ slowFirstChunkMs: 2000 }),
+  setup(ctx, config) {
+    const calls: StreamStat[] = [];
+    /** The last call of each session, journaled before its next call. */
+    const unjournaled = new Map<string, StreamStat>();
+    ctx.declareHook('stream-stats/call', 'emit');
+    ctx.onDispose(registerEventType('stream-stats/call', { ignorable: true }));
+    ctx.provide('streamStats', { calls });
+
+    // Waterfall: wrap the model stream. Every chunk passes through unchanged; we only count.
+    ctx.on('llm/stream', async function* (request, next) {
+      const started = performance.now();
+      let firstChunkMs = -1;
+      let chunkCount = 0;
+      let textChars = 0;
+      for await (const chunk of next(request)) {
+        if (firstChunkMs < 0) firstChunkMs = performance.now() - started;
+        chunkCount++;
+        if (chunk.type === 'text-delta') textChars += chunk.text.length;
+        if (chunk.type === 'finish') {
+          const stat: StreamStat = { provider: request.provider, model: request.model, chunkCount, textChars, firstChunkMs: Math.round(firstChunkMs), finish: chunk.finish.kind };
+          calls.push(stat);
+          if (request.sessionId) unjournaled.set(request.sessionId, stat);
+          if (firstChunkMs > config.slowFirstChunkMs) ctx.report({ level: 'warning', code: 'SLOW_FIRST_CHUNK', message: `${request.provider}/${request.model} took ${Math.round(firstChunkMs)} ms to start` });
+          ctx.emit('stream-stats/call', stat);
+        }
+        yield chunk;
+      }
+    });
+
+    // Journal the previous call's stats (as an ignorable event) before the next call of the session.
+    ctx.on('agent/pre-step', async (payload, next) => {
+      const stat = unjournaled.get(payload.session.id);
+      if (stat) {
+        unjournaled.delete(payload.session.id);
+        await payload.session.append('stream-stats/call', stat);
+      }
+      return next(payload);
+    });
+  },
+});
+
+export async function main(): Promise<{ calls: readonly StreamStat[]; emitted: number; journaled: number }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'harness-cookbook-'));
+  const harness = await createHarness({
+    config: {
+      plugins: [
+        { module: '../plugins/llm-scripted/index.ts' },
+        { module: '../plugins/tools-workspace/index.ts' },
+        { plugin: streamStats, config: { slowFirstChunkMs: 5000 } },
+      ],
+    },
+    baseDir: fileURLToPath(new URL('.', import.meta.url)),
+    dataDir,
+  });
+  try {
+    let emitted = 0;
+    harness.ctx.on('stream-stats/call', () => void emitted++);
+    const session = await harness.createSession({ cwd: fileURLToPath(new URL('demo-workspace', import.meta.url)) });
+    let journaled = 0;
+    for await (const event of session.run('What is in this workspace?', { approve: () => 'allow' })) {
+      if (event.type === 'stream-stats/call') journaled++;
+    }
+    return { calls: harness.ctx.streamStats!.calls, emitted, journaled };
+  } finally {
+    await harness.dispose();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) console.log(await main());

@@ -1,0 +1,133 @@
+/**
+ * The scripted adapter: streams a script's reply the way a real provider does — reasoning, text and
+ * tool calls split into fragments, usage, an optional pace between chunks — and honours the abort
+ * signal between chunks. Tool-call ids are derived from (turn, step, position), so a re-run of the
+ * same conversation yields the same bytes.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LlmAdapter, LlmError, type GenerateOptions, type ModelInfo, type ProviderInfo, type ReplayDegradeReport, type StreamChunk, type TokenUsage } from '../../runtime/index.ts';
+import { scriptContext, type ScriptFunction, type ScriptReply } from './script.ts';
+
+export interface ScriptedAdapterOptions {
+  readonly scripts: ReadonlyMap<string, ScriptFunction>;
+  /** Delay between chunks, ms (0: as fast as possible). */
+  readonly paceMs: number;
+  /** Characters per text / reasoning / arguments fragment. */
+  readonly fragmentChars: number;
+  readonly contextWindow: number;
+}
+
+export class ScriptedAdapter extends LlmAdapter {
+  override readonly replayFormat = { kind: 'scripted', version: 1 } as const;
+  /** Replay-state degradations seen (for tests and `harness` diagnostics). */
+  readonly degraded: ReplayDegradeReport[] = [];
+
+  constructor(private readonly options: ScriptedAdapterOptions) {
+    super();
+  }
+
+  providerInfo(provider: string): ProviderInfo {
+    return { provider, kind: 'scripted', label: 'Scripted model (offline, deterministic)' };
+  }
+
+  listModels(): readonly ModelInfo[] {
+    return [...this.options.scripts.keys()].map((id) => ({
+      id,
+      label: id === 'scripted-default' ? 'Built-in demo script: list, read, answer' : `Script ${id}`,
+      contextWindow: this.options.contextWindow,
+      maxOutputTokens: 8192,
+      reasoningEfforts: ['low', 'medium', 'high'],
+      inputModalities: ['text', 'image'],
+    }));
+  }
+
+  onReplayDegrade(report: ReplayDegradeReport): void {
+    this.degraded.push(report);
+  }
+
+  async *stream(options: GenerateOptions): AsyncGenerator<StreamChunk> {
+    const script = this.options.scripts.get(options.model);
+    if (script === undefined) throw new LlmError('UNKNOWN_MODEL', `The scripted provider has no script "${options.model}".`);
+    const context = scriptContext(options.messages, options.tools ?? [], { system: options.system, model: options.model, purpose: options.purpose });
+    const reply: ScriptReply = script(context);
+    const signal = options.signal;
+    const pace = async () => {
+      if (this.options.paceMs > 0) await sleep(this.options.paceMs, undefined, { signal }).catch(() => undefined);
+      if (signal?.aborted) throw new LlmError('ABORTED', 'The request was aborted.');
+    };
+    await pace();
+    if (reply.error) {
+      throw new LlmError(reply.error.code, reply.error.message, { details: reply.error.providerRetryAfterMs === undefined ? {} : { providerRetryAfterMs: reply.error.providerRetryAfterMs } });
+    }
+    const size = this.options.fragmentChars;
+    let index = 0;
+    let outputChars = 0;
+    const blocks: null[] = [];
+    if (reply.reasoning) {
+      yield { type: 'block-start', index, blockType: 'reasoning' };
+      for (const piece of fragments(reply.reasoning, size)) {
+        await pace();
+        yield { type: 'reasoning-delta', index, text: piece };
+      }
+      yield { type: 'block-end', index, block: { type: 'reasoning', text: reply.reasoning } };
+      outputChars += reply.reasoning.length;
+      blocks.push(null);
+      index++;
+    }
+    if (reply.text) {
+      yield { type: 'block-start', index, blockType: 'text' };
+      for (const piece of fragments(reply.text, size)) {
+        await pace();
+        yield { type: 'text-delta', index, text: piece };
+      }
+      yield { type: 'block-end', index, block: { type: 'text', text: reply.text } };
+      outputChars += reply.text.length;
+      blocks.push(null);
+      index++;
+    }
+    const truncated = reply.finish === 'max-tokens';
+    for (const [position, call] of (reply.toolCalls ?? []).entries()) {
+      const id = call.id ?? `call_s${context.turn}_${context.step}_${position}`;
+      const args = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments ?? {});
+      yield { type: 'block-start', index, blockType: 'tool-call', id, name: call.name };
+      const pieces = fragments(args, size);
+      // A max-tokens reply is cut in the middle of its last tool call's arguments.
+      const sent = truncated && position === (reply.toolCalls?.length ?? 0) - 1 ? pieces.slice(0, Math.max(1, Math.floor(pieces.length / 2))) : pieces;
+      for (const piece of sent) {
+        await pace();
+        yield { type: 'tool-call-delta', index, arguments: piece };
+      }
+      outputChars += args.length;
+      if (sent === pieces) yield { type: 'block-end', index, block: { type: 'tool-call', id, name: call.name, arguments: args } };
+      blocks.push(null);
+      index++;
+    }
+    yield { type: 'usage', usage: reply.usage ?? estimateUsage(options, outputChars, reply.reasoning?.length ?? 0) };
+    const finish = reply.finish ?? (reply.toolCalls?.length ? 'tool-calls' : 'stop');
+    yield {
+      type: 'finish',
+      finish: { kind: finish },
+      replayState: { response: { kind: 'scripted', version: 1, model: options.model, turn: context.turn, step: context.step }, blocks },
+    };
+  }
+}
+
+function fragments(text: string, size: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out.length ? out : [''];
+}
+
+/** About four characters per token, as a real tokenizer averages on English text. */
+function estimateUsage(options: GenerateOptions, outputChars: number, reasoningChars: number): TokenUsage {
+  let inputChars = (options.system ?? '').length + JSON.stringify(options.tools ?? []).length;
+  for (const message of options.messages) {
+    for (const block of message.content) {
+      if (block.type === 'text' || block.type === 'reasoning') inputChars += block.text.length;
+      else if (block.type === 'tool-call') inputChars += block.arguments.length + block.name.length;
+      else if (block.type === 'tool-result') for (const part of block.content) inputChars += part.type === 'text' ? part.text.length : 1000;
+      else inputChars += 1000;
+    }
+  }
+  return { inputTokens: Math.ceil(inputChars / 4), outputTokens: Math.ceil(outputChars / 4), reasoningTokens: Math.ceil(reasoningChars / 4) };
+}

@@ -1,0 +1,275 @@
+/**
+ * plugins/token-meter — `ctx.tokenMeter`: a projection over session events (the `session/event`
+ * sink), never a second source of truth.
+ *
+ * - Usage per request (each `assistant/message` and compaction summary that reported usage) and per
+ *   session, by class: input, output, cache read, cache write, reasoning. Classes follow
+ *   `TokenUsage`: input/cache read/cache write/output are disjoint; reasoning is the part of output
+ *   spent reasoning, so it is shown but never added again. An unknown count stays unknown (absent;
+ *   a count that is not a number is ignored), and each event is counted once (events are keyed by
+ *   session and seq: a delivery seen again changes nothing).
+ * - Cost from the config's price table: USD per million tokens per class, per provider and model
+ *   (`'*'` as a model matches any). Reasoning is priced as output (it is part of output). Costs are
+ *   derived when read, from the current generation's prices.
+ * - Context pressure (tokens the next request carries): the last reported usage of the conversation
+ *   (input + cache read + cache write + output of the latest reply that reported a prompt count)
+ *   plus an estimate (characters / 4) of every message added since. A `surface/replace`
+ *   (compaction) moves it at once: the estimate of the replaced messages the report covered is
+ *   taken out of the reported count and the estimate of their replacement put in (never below the
+ *   estimate of the covered messages that remain).
+ * Emits `usage/updated` after every change.
+ *
+ * A session is counted from the first event this process delivered for it (a session resumed from
+ * a journal starts with what is appended after the resume).
+ *
+ * Hot reload: the projection survives a reload. The new generation adopts the plain-data state of
+ * the generation it replaces through the service it is about to replace (`ctx.tokenMeter`, read
+ * during setup): both share the same per-session records until the swap (the old generation keeps
+ * counting until then, the seq check keeps anything from being counted twice), so no event is lost
+ * or double-counted, and costs follow the new generation's price table. A state of another shape
+ * (a `STATE_VERSION` change) is not adopted: the new generation starts empty.
+ */
+import { definePlugin, z, type EmitHook, type Message, type SessionEventDelivery, type TokenUsage } from '../../runtime/index.ts';
+
+export type UsageClass = 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'reasoningTokens';
+export const USAGE_CLASSES: readonly UsageClass[] = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'reasoningTokens'];
+
+export interface RequestUsage {
+  readonly seq: number;
+  readonly provider: string;
+  readonly model: string;
+  readonly usage: TokenUsage;
+  /** USD; absent when no price is configured for the model. */
+  readonly costUsd?: number;
+  readonly purpose: 'agent' | 'compaction';
+}
+
+export interface SessionUsage {
+  readonly sessionId: string;
+  readonly requests: readonly RequestUsage[];
+  /** Per-class sums; a class no request reported is absent. */
+  readonly totals: TokenUsage;
+  /** USD over the requests that had a price; `pricedRequestCount` says how many. */
+  readonly costUsd: number;
+  readonly pricedRequestCount: number;
+  /** Estimated tokens the next request carries (see the module doc). */
+  readonly contextTokens: number;
+}
+
+export interface UsageUpdatedEvent {
+  readonly sessionId: string;
+  readonly usage: SessionUsage;
+}
+
+export interface TokenMeter {
+  /** The usage of a session seen by this process (empty totals for an unknown one). */
+  session(sessionId: string): SessionUsage;
+  sessions(): readonly string[];
+  /** Cost in USD of one usage at a provider/model's price, or undefined without a price. */
+  cost(provider: string, model: string, usage: TokenUsage): number | undefined;
+  /** Characters / 4 over a message's content: the estimate used for unreported tokens. */
+  estimateTokens(messages: readonly Message[]): number;
+}
+
+declare global {
+  namespace Harness {
+    interface Services {
+      tokenMeter?: TokenMeter;
+    }
+    interface HookMap {
+      'usage/updated': EmitHook<UsageUpdatedEvent>;
+    }
+  }
+}
+
+const price = z.object({
+  inputTokens: z.number().min(0).optional(),
+  outputTokens: z.number().min(0).optional(),
+  cacheReadTokens: z.number().min(0).optional(),
+  cacheWriteTokens: z.number().min(0).optional(),
+});
+export type Price = z.infer<typeof price>;
+
+/** One request's usage as recorded (cost is derived when read). */
+interface RequestRecord {
+  readonly seq: number;
+  readonly provider: string;
+  readonly model: string;
+  readonly usage: TokenUsage;
+  readonly purpose: 'agent' | 'compaction';
+}
+
+/** The projection of one session: plain data, shared with the next generation on a reload. */
+interface Tracker {
+  readonly requests: RequestRecord[];
+  readonly totals: Record<string, number>;
+  /** Events arrive in seq order; one seen again (a replayed delivery) is not counted twice. */
+  lastSeq: number;
+  /** Estimated tokens per surface message, parallel to the surface. */
+  readonly messageTokens: number[];
+  /** Tokens the last report said the conversation had, and how many surface messages it covered. */
+  reported: { tokens: number; messageCount: number } | undefined;
+}
+
+/** The state handed from one generation to the next (see the module doc). */
+interface MeterState {
+  readonly version: number;
+  readonly trackers: Map<string, Tracker>;
+}
+
+/** Bump when `Tracker` changes shape: a new generation then starts empty instead of adopting it. */
+const STATE_VERSION = 1;
+/** Where a generation's service exposes its state to the next generation (a registry symbol: the same in every module generation). */
+const STATE = Symbol.for('harness.token-meter.state');
+
+const PROMPT_CLASSES = ['inputTokens', 'cacheReadTokens', 'cacheWriteTokens'] as const;
+
+export function estimateMessageTokens(message: Message): number {
+  let chars = 0;
+  for (const block of message.content) {
+    if (block.type === 'text' || block.type === 'reasoning') chars += block.text.length;
+    else if (block.type === 'tool-call') chars += block.name.length + block.arguments.length;
+    else if (block.type === 'tool-result') for (const part of block.content) chars += part.type === 'text' ? part.text.length : 4000;
+    else chars += 4000;
+  }
+  return Math.ceil(chars / 4);
+}
+
+const sum = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);
+const count = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
+
+export default definePlugin({
+  name: 'token-meter',
+  config: z
+    .object({
+      /** provider → model (or '*') → USD per million tokens, per class. */
+      prices: z.record(z.string(), z.record(z.string(), price)).default({}),
+    })
+    .default({ prices: {} }),
+  setup(ctx, config) {
+    ctx.declareHook('usage/updated', 'emit');
+    const previous = (ctx.tokenMeter as { [STATE]?: MeterState } | undefined)?.[STATE];
+    const state: MeterState = previous !== undefined && previous.version === STATE_VERSION ? previous : { version: STATE_VERSION, trackers: new Map() };
+    const trackers = state.trackers;
+    const tracker = (sessionId: string): Tracker => {
+      let found = trackers.get(sessionId);
+      if (found === undefined) {
+        found = { requests: [], totals: {}, lastSeq: 0, messageTokens: [], reported: undefined };
+        trackers.set(sessionId, found);
+      }
+      return found;
+    };
+    const cost = (provider: string, model: string, usage: TokenUsage): number | undefined => {
+      const table = config.prices[provider];
+      const p = table?.[model] ?? table?.['*'];
+      if (p === undefined) return undefined;
+      let usd = 0;
+      for (const key of ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens'] as const) {
+        const tokens = usage[key];
+        if (count(tokens)) usd += (tokens * (p[key] ?? 0)) / 1_000_000;
+      }
+      return usd;
+    };
+    /** Priced requests of this generation (its prices), made once per request. */
+    const priced = new WeakMap<RequestRecord, RequestUsage>();
+    const withCost = (request: RequestRecord): RequestUsage => {
+      let out = priced.get(request);
+      if (out === undefined) {
+        const usd = cost(request.provider, request.model, request.usage);
+        out = usd === undefined ? request : Object.freeze({ ...request, costUsd: usd });
+        priced.set(request, out);
+      }
+      return out;
+    };
+    const snapshot = (sessionId: string, t: Tracker | undefined): SessionUsage => {
+      if (t === undefined) return { sessionId, requests: [], totals: {}, costUsd: 0, pricedRequestCount: 0, contextTokens: 0 };
+      const requests = t.requests.map(withCost);
+      let costUsd = 0;
+      let pricedRequestCount = 0;
+      for (const request of requests) {
+        if (request.costUsd === undefined) continue;
+        costUsd += request.costUsd;
+        pricedRequestCount++;
+      }
+      const reported = t.reported;
+      return {
+        sessionId,
+        requests,
+        totals: { ...t.totals },
+        costUsd,
+        pricedRequestCount,
+        contextTokens: (reported?.tokens ?? 0) + sum(t.messageTokens.slice(reported?.messageCount ?? 0)),
+      };
+    };
+    const record = (t: Tracker, entry: RequestRecord): void => {
+      t.requests.push(Object.freeze(entry));
+      for (const key of USAGE_CLASSES) {
+        const tokens = entry.usage[key];
+        if (count(tokens)) t.totals[key] = (t.totals[key] ?? 0) + tokens;
+      }
+    };
+    ctx.on('session/event', ({ sessionId, event }: SessionEventDelivery) => {
+      if (event.type === 'assistant/chunk' || event.type === 'tool/output') return; // hot path: nothing to count
+      const t = tracker(sessionId);
+      if (event.seq <= t.lastSeq) return;
+      t.lastSeq = event.seq;
+      let changed = false;
+      switch (event.type) {
+        case 'user/message':
+        case 'tool/result':
+          t.messageTokens.push(estimateMessageTokens(event.data.message));
+          changed = true;
+          break;
+        case 'assistant/message': {
+          const { message, usage } = event.data;
+          const estimate = estimateMessageTokens(message);
+          t.messageTokens.push(estimate);
+          if (usage !== undefined) {
+            record(t, { seq: event.seq, provider: message.source.provider, model: message.source.model, usage, purpose: 'agent' });
+            // Only a report that says how big the prompt was replaces the estimate (an unknown count stays unknown).
+            if (PROMPT_CLASSES.some((key) => count(usage[key]))) {
+              const prompt = sum(PROMPT_CLASSES.map((key) => (count(usage[key]) ? usage[key] : 0)));
+              t.reported = { tokens: prompt + (count(usage.outputTokens) ? usage.outputTokens : estimate), messageCount: t.messageTokens.length };
+            }
+          }
+          changed = true;
+          break;
+        }
+        case 'compaction/summary':
+          if (event.data.usage !== undefined) {
+            record(t, { seq: event.seq, provider: event.data.provider, model: event.data.model, usage: event.data.usage, purpose: 'compaction' });
+            changed = true;
+          }
+          break;
+        case 'surface/replace': {
+          const length = t.messageTokens.length;
+          const start = Math.min(Math.max(0, event.data.start), length);
+          const end = Math.min(Math.max(start, event.data.end), length);
+          const inserted = event.data.messages.map(estimateMessageTokens);
+          const removed = t.messageTokens.splice(start, end - start, ...inserted);
+          const reported = t.reported;
+          if (reported !== undefined && start < reported.messageCount) {
+            // The report covered [0, messageCount): take out what it covered of the replaced range, put in the replacement.
+            const covered = removed.slice(0, Math.min(end, reported.messageCount) - start);
+            const messageCount = reported.messageCount - covered.length + inserted.length;
+            const floor = sum(t.messageTokens.slice(0, messageCount));
+            t.reported = { tokens: Math.max(floor, reported.tokens - sum(covered) + sum(inserted)), messageCount };
+          }
+          changed = true;
+          break;
+        }
+        default:
+          break;
+      }
+      if (changed) ctx.emit('usage/updated', { sessionId, usage: snapshot(sessionId, t) });
+    });
+    const service: TokenMeter & { readonly [STATE]: MeterState } = {
+      session: (sessionId) => snapshot(sessionId, trackers.get(sessionId)),
+      sessions: () => [...trackers.keys()],
+      cost,
+      estimateTokens: (messages) => sum(messages.map(estimateMessageTokens)),
+      [STATE]: state,
+    };
+    ctx.provide('tokenMeter', service);
+  },
+});

@@ -1,0 +1,167 @@
+/**
+ * `exec_command`: runs `<shell> -c <command>` in the workspace root, in its own process group.
+ * stdout and stderr are one stream (the shell's stderr is joined to its stdout, so their order is
+ * kept) that goes out live through `context.output`; the close-out keeps the head under its cap and
+ * the exit code outside it. When the command ends, on its own or because the signal fired (timeout,
+ * user abort, the tool's own `timeout_ms`), the whole process group gets SIGTERM, then SIGKILL after
+ * a grace period: nothing the command started outlives the call.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { constants } from 'node:os';
+import { StringDecoder } from 'node:string_decoder';
+import { defineTool, HarnessError, z, type StreamedToolOutput, type ToolDefinition, type ToolOutput } from '../../runtime/index.ts';
+import type { WorkspaceToolsConfig } from './config.ts';
+import { openWorkspace } from './paths.ts';
+
+export const execCommandInput = z.strictObject({
+  command: z.string().min(1).describe('The shell command to run (bash syntax). Runs in the workspace root.'),
+  timeout_ms: z.number().int().positive().optional().describe('Stop the command after this many milliseconds (default and maximum: the configured limit).'),
+});
+
+/**
+ * Process groups of commands still running, across plugin generations: a call in flight outlives a
+ * reload of the plugin (it ends under its own timeout or abort, like a prepared model call keeps its
+ * adapter generation), but not the harness process — on exit, every group left is killed.
+ */
+const RUNNING_KEY = Symbol.for('harness.tools-workspace.running-groups');
+type GlobalWithGroups = typeof globalThis & { [RUNNING_KEY]?: Set<ChildProcess> };
+
+export function runningGroups(): Set<ChildProcess> {
+  const holder = globalThis as GlobalWithGroups;
+  let groups = holder[RUNNING_KEY];
+  if (groups === undefined) {
+    const created = new Set<ChildProcess>();
+    groups = holder[RUNNING_KEY] = created;
+    process.once('exit', () => {
+      for (const child of created) signalGroup(child, 'SIGKILL');
+    });
+  }
+  return groups;
+}
+
+export function execCommandTool(config: WorkspaceToolsConfig): ToolDefinition<z.output<typeof execCommandInput>> {
+  const { shell, timeoutMs: limitMs, killGraceMs, env, inheritEnv } = config.exec;
+  const running = runningGroups();
+  return defineTool({
+    name: 'exec_command',
+    description:
+      `Run a shell command (${shell} -c) in the workspace root and return its combined stdout and stderr, with the exit code. ` +
+      `Times out after ${limitMs} ms (timeout_ms can shorten it). Not interactive: stdin is empty. ` +
+      'Background processes it starts are stopped when the command ends.',
+    input: execCommandInput,
+    permission: 'write',
+    // The close-out's timeout is the limit (its signal stops the group); timeout_ms only shortens it.
+    timeoutMs: limitMs,
+    maxOutputChars: config.maxOutputChars,
+    async execute(input, context): Promise<ToolOutput | StreamedToolOutput> {
+      const workspace = await openWorkspace(config.root, context.cwd);
+      if (context.signal.aborted) throw context.signal.reason;
+      const callTimeoutMs = Math.min(input.timeout_ms ?? limitMs, limitMs);
+      const child = spawn(shell, ['-c', `exec 2>&1; ${input.command}`], {
+        cwd: workspace.root,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: inheritEnv ? { ...process.env, ...env } : { ...env },
+      });
+      running.add(child);
+      let outputCount = 0;
+      const decoders = [new StringDecoder('utf8'), new StringDecoder('utf8')] as const;
+      const emit = (text: string) => {
+        if (text === '') return;
+        outputCount += text.length;
+        context.output(text);
+      };
+      child.stdout!.on('data', (chunk: Buffer) => emit(decoders[0].write(chunk)));
+      child.stderr!.on('data', (chunk: Buffer) => emit(decoders[1].write(chunk)));
+
+      let timedOut = false;
+      let killTimer: NodeJS.Timeout | undefined;
+      let stopping = false;
+      /** SIGTERM to the whole group now, SIGKILL after the grace period unless all of it is gone. */
+      const stopGroup = () => {
+        if (stopping) return;
+        stopping = true;
+        signalGroup(child, 'SIGTERM');
+        killTimer = setTimeout(() => signalGroup(child, 'SIGKILL'), killGraceMs);
+      };
+      const onAbort = () => stopGroup();
+      context.signal.addEventListener('abort', onAbort, { once: true });
+      const callTimer =
+        callTimeoutMs < limitMs
+          ? setTimeout(() => {
+              timedOut = true;
+              stopGroup();
+            }, callTimeoutMs)
+          : undefined;
+
+      try {
+        const result = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+          let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+          let closeTimer: NodeJS.Timeout | undefined;
+          child.once('error', (error) => reject(error));
+          child.once('exit', (code, signal) => {
+            exit = { code, signal };
+            // The shell is gone; whatever it left in its group (background jobs) is stopped, which
+            // also closes the pipes they hold. If something escaped the group and keeps a pipe open,
+            // stop waiting for it once SIGKILL has had time to land.
+            stopGroup();
+            closeTimer = setTimeout(() => {
+              child.stdout?.destroy();
+              child.stderr?.destroy();
+              resolve(exit!);
+            }, killGraceMs + 500);
+          });
+          child.once('close', () => {
+            if (closeTimer !== undefined) clearTimeout(closeTimer);
+            resolve(exit ?? { code: child.exitCode, signal: child.signalCode });
+          });
+        });
+        emit(decoders[0].end());
+        emit(decoders[1].end());
+        if (context.signal.aborted) throw context.signal.reason;
+        if (timedOut) throw new HarnessError('TIMEOUT', `The command timed out after ${callTimeoutMs} ms (timeout_ms); its process group was killed.`);
+        const exitCode = result.code ?? 128 + (result.signal ? (constants.signals[result.signal] ?? 0) : 0);
+        const notes = result.signal ? [`[the command was killed by ${result.signal}]`] : [];
+        if (outputCount === 0) return { content: '(no output)', exitCode, isError: exitCode !== 0, notes };
+        return { exitCode, isError: exitCode !== 0, notes };
+      } catch (error) {
+        if (HarnessError.is(error) || context.signal.aborted) throw error;
+        throw new HarnessError('EXEC_FAILED', `Could not run ${shell}: ${(error as Error).message}`, { cause: error });
+      } finally {
+        if (callTimer !== undefined) clearTimeout(callTimer);
+        context.signal.removeEventListener('abort', onAbort);
+        // The group was signalled (or the shell never started); SIGKILL stays armed until everything
+        // in the group is gone, and the group stays on the exit list until then.
+        if (killTimer === undefined) running.delete(child);
+        else {
+          const timer = killTimer;
+          void waitGroupGone(child, killGraceMs).then((gone) => {
+            if (gone) clearTimeout(timer);
+            running.delete(child);
+          });
+        }
+      }
+    },
+  });
+}
+
+/** Signals every process of the child's group; false when the group no longer exists. */
+export function signalGroup(child: ChildProcess, signal: NodeJS.Signals | 0): boolean {
+  if (child.pid === undefined) return false;
+  try {
+    process.kill(-child.pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls (signal 0) until the group is empty, for at most `withinMs`. */
+async function waitGroupGone(child: ChildProcess, withinMs: number): Promise<boolean> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    if (!signalGroup(child, 0)) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

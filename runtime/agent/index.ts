@@ -1,0 +1,4 @@
+export * from './tools.ts';
+export * from './closeout.ts';
+export * from './hooks.ts';
+export * from './session.ts';

@@ -1,0 +1,427 @@
+/**
+ * The agent loop (seed 000 "Human 边界", "Agent 运行循环"; DESIGN "The agent loop").
+ *
+ * `session.run(input, { signal, approve })` runs one turn and yields the session's events as they
+ * are journaled (stream chunks live). Per step: `agent/request` proposes the call → `prepareCall` →
+ * `agent/pre-step` may rewrite the entering messages → `request/header` when it changed →
+ * `ctx.llm.stream` → assemble → `assistant/message` → approved tool calls through `tools/execute` →
+ * next step, until a step ends without tool calls. Nothing throws into the loop: a failure becomes
+ * events and a `turn/end` with its reason. History is always the fold's surface.
+ */
+import { randomUUID } from 'node:crypto';
+import type { HookBus } from '../kernel/bus.ts';
+import { HarnessError, getErrorInfo } from '../kernel/errors.ts';
+import { BlockAssembler } from '../llm/assembler.ts';
+import { callConfigEquals, markAgentLoopRequest, type RetryPolicyConfig } from '../llm/call-config.ts';
+import { failureOf, llmFailure } from '../llm/errors.ts';
+import { createAssistantMessage, createToolResultMessage, createUserMessage } from '../llm/message.ts';
+import type { LlmService, PreparedCall } from '../llm/service.ts';
+import type { LlmCallConfig, LlmFailure, Message, ToolCallBlock, ToolSpec, UserMessage } from '../llm/types.ts';
+import type { AnySessionEvent, RequestHeader, SessionEvent, SessionEventMap, SessionEventType, TurnEndReason } from '../session/events.ts';
+import type { AppendOptions, SessionJournal, SessionState } from '../session/types.ts';
+import { errorOutcome, parseToolCall, runTool, type ToolOutcome } from './closeout.ts';
+import type { ApprovalAnswer, ApprovalRequest, RequestErrorDecision, RunOptions, SessionHandle } from './hooks.ts';
+import type { ToolDefinition, ToolRegistry } from './tools.ts';
+import { EventChannel } from './channel.ts';
+
+export interface AgentSessionOptions {
+  readonly journal: SessionJournal;
+  readonly bus: HookBus;
+  readonly llm: LlmService;
+  readonly tools: ToolRegistry;
+  /** The call config a session starts with (a journal's last header wins for provider and model). */
+  readonly defaults: { readonly provider: string; readonly model: string; readonly reasoningEffort?: string; readonly system?: string };
+  readonly cwd: string;
+  readonly retryPolicy?: RetryPolicyConfig;
+  /** Steps per turn before the turn ends with `MAX_STEPS_EXCEEDED`. Default 100. */
+  readonly maxSteps?: number;
+  /** Called once the session is closed. */
+  readonly onClose?: () => void;
+}
+
+/** Input of a run: a prompt, a message, or several. */
+export type RunInput = string | UserMessage | readonly UserMessage[];
+
+type StepEnd = { readonly reason: 'continue' } | { readonly reason: Exclude<TurnEndReason, 'interrupted'>; readonly failure?: LlmFailure };
+
+export class AgentSession {
+  private readonly options: AgentSessionOptions;
+  private readonly journal: SessionJournal;
+  private readonly handle: SessionHandle;
+  private readonly resumed: boolean;
+  private headerWritten = false;
+  private running = false;
+  private channel: EventChannel<AnySessionEvent> | null = null;
+
+  constructor(options: AgentSessionOptions) {
+    this.options = options;
+    this.journal = options.journal;
+    this.resumed = options.journal.state.lastSeq > 0;
+    const session = this;
+    this.handle = Object.freeze({
+      id: options.journal.id,
+      cwd: options.cwd,
+      get state() {
+        return session.journal.state;
+      },
+      append: <T extends SessionEventType>(type: T, data: SessionEventMap[T], appendOptions?: AppendOptions) => session.append(type, data, appendOptions),
+      checkpoint: () => session.journal.checkpoint(),
+    });
+  }
+
+  get id(): string {
+    return this.journal.id;
+  }
+  get path(): string {
+    return this.journal.path;
+  }
+  get state(): SessionState {
+    return this.journal.state;
+  }
+  /** The view of this session that hooks receive. */
+  get session(): SessionHandle {
+    return this.handle;
+  }
+
+  /**
+   * Runs one turn. Yields every event as it is journaled. Breaking out of the iteration aborts the
+   * turn (and still closes it in the journal).
+   * @throws HarnessError `SESSION_BUSY` when a run is already in progress.
+   */
+  run(input: RunInput, options: RunOptions = {}): AsyncIterable<AnySessionEvent> {
+    if (this.running) throw new HarnessError('SESSION_BUSY', `Session ${this.id} is already running a turn; wait for it to end or abort it.`);
+    this.running = true;
+    const channel = new EventChannel<AnySessionEvent>();
+    this.channel = channel;
+    const controller = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
+    const done = this.runTurn(input, { ...options, signal })
+      .then(
+        () => channel.close(),
+        (error) => channel.fail(error),
+      )
+      .finally(() => {
+        this.running = false;
+        this.channel = null;
+      });
+    return {
+      async *[Symbol.asyncIterator]() {
+        let complete = false;
+        try {
+          yield* channel;
+          complete = true;
+        } finally {
+          if (!complete) controller.abort(new HarnessError('ABORTED', 'The consumer stopped reading the run.'));
+          await done;
+        }
+      },
+    };
+  }
+
+  /** Runs a turn to its end and returns how it ended (events are journaled but not yielded). */
+  async runToEnd(input: RunInput, options: RunOptions = {}): Promise<SessionEvent<'turn/end'>> {
+    let last: AnySessionEvent | undefined;
+    for await (const event of this.run(input, options)) if (event.type === 'turn/end') last = event;
+    return last as SessionEvent<'turn/end'>;
+  }
+
+  /** Flushes and releases the journal. */
+  async close(): Promise<void> {
+    await this.journal.close();
+    this.options.onClose?.();
+  }
+
+  private async append<T extends SessionEventType>(type: T, data: SessionEventMap[T], options?: AppendOptions): Promise<SessionEvent<T>> {
+    const event = await this.journal.append(type, data, options);
+    this.channel?.push(event as AnySessionEvent);
+    return event;
+  }
+
+  private async runTurn(input: RunInput, options: RunOptions & { signal: AbortSignal }): Promise<void> {
+    const turn = this.journal.state.turnCount + 1;
+    await this.append('turn/start', { turn });
+    let end: StepEnd;
+    try {
+      for (const message of toMessages(input)) await this.append('user/message', { turn, message });
+      end = await this.runSteps(turn, options);
+    } catch (error) {
+      end = { reason: 'error', failure: internalFailure(error) };
+    }
+    if (end.reason === 'continue') end = { reason: 'completed' };
+    await this.append('turn/end', { turn, reason: end.reason, ...(end.failure ? { failure: end.failure } : {}) });
+    await this.journal.checkpoint();
+  }
+
+  private async runSteps(turn: number, options: RunOptions & { signal: AbortSignal }): Promise<StepEnd> {
+    const maxSteps = this.options.maxSteps ?? 100;
+    for (let step = 1; step <= maxSteps; step++) {
+      if (options.signal.aborted) return { reason: 'aborted', failure: failureOf(options.signal.reason, options.signal) };
+      await this.append('step/start', { turn, step });
+      let end: StepEnd;
+      try {
+        end = await this.runStep(turn, step, options);
+      } catch (error) {
+        end = { reason: options.signal.aborted ? 'aborted' : 'error', failure: options.signal.aborted ? failureOf(options.signal.reason, options.signal) : internalFailure(error) };
+      }
+      await this.closePendingCalls(turn, step, options.signal);
+      await this.append('step/end', { turn, step });
+      if (end.reason !== 'continue') return end;
+    }
+    return { reason: 'error', failure: new HarnessError('MAX_STEPS_EXCEEDED', `The turn took more than ${maxSteps} steps and was stopped; raise maxSteps if this task needs more.`).failure as LlmFailure };
+  }
+
+  private async runStep(turn: number, step: number, options: RunOptions & { signal: AbortSignal }): Promise<StepEnd> {
+    const { bus, llm, tools } = this.options;
+    const signal = options.signal;
+    for (let attempt = 1; ; attempt++) {
+      // 1. What the call will be.
+      const proposal = await bus.waterfall('agent/request', {
+        session: this.handle,
+        turn,
+        step,
+        config: this.baseConfig(options),
+        ...(this.options.defaults.system === undefined ? {} : { system: this.options.defaults.system }),
+        tools: tools.specs(),
+      }, async (p) => p);
+      let prepared: PreparedCall;
+      try {
+        prepared = await llm.prepareCall(proposal.config, { retryPolicy: this.options.retryPolicy });
+      } catch (error) {
+        return { reason: 'error', failure: failureOf(error) };
+      }
+      // 2. The messages entering the step (compaction may rewrite them).
+      const messages = await bus.waterfall('agent/pre-step', {
+        session: this.handle,
+        turn,
+        step,
+        prepared,
+        ...(proposal.system === undefined ? {} : { system: proposal.system }),
+        tools: proposal.tools,
+        messages: this.journal.state.messages,
+        signal,
+      }, async (p) => p.messages);
+      // 3. The header, when it changed (or first after a resume).
+      await this.writeHeader(prepared, proposal.system, proposal.tools);
+      // 4. The call.
+      await this.journal.checkpoint();
+      const outcome = await this.streamCall(turn, step, prepared, messages, proposal.system, proposal.tools, signal);
+      if (outcome.kind === 'ok') return this.afterMessage(turn, step, outcome.message, options);
+      if (outcome.kind === 'aborted') return { reason: 'aborted', failure: outcome.failure };
+      // 5. A failed call: retry in the same step, or end the turn with the error.
+      if (signal.aborted) return { reason: 'aborted', failure: failureOf(signal.reason, signal) };
+      const decision: RequestErrorDecision = await bus.waterfall('agent/request-error', {
+        session: this.handle,
+        turn,
+        step,
+        attempt,
+        failure: outcome.failure,
+        prepared,
+        signal,
+      }, async (): Promise<RequestErrorDecision> => ({ action: 'fail' }));
+      if (signal.aborted) return { reason: 'aborted', failure: failureOf(signal.reason, signal) };
+      if (decision.action !== 'retry') return { reason: 'error', failure: decision.failure ?? outcome.failure };
+    }
+  }
+
+  private async streamCall(
+    turn: number,
+    step: number,
+    prepared: PreparedCall,
+    messages: readonly Message[],
+    system: string | undefined,
+    tools: readonly ToolSpec[],
+    signal: AbortSignal,
+  ): Promise<{ kind: 'ok'; message: SessionEventMap['assistant/message'] } | { kind: 'failed' | 'aborted'; failure: LlmFailure }> {
+    const request = markAgentLoopRequest({
+      ...prepared.config,
+      messages,
+      ...(system === undefined ? {} : { system }),
+      tools,
+      signal,
+      sessionId: this.id,
+      purpose: 'agent',
+    });
+    const assembler = new BlockAssembler();
+    const journal = this.journal;
+    const channel = this.channel;
+    for await (const chunk of prepared.stream(request)) {
+      assembler.push(chunk);
+      const appended = journal.append('assistant/chunk', { turn, step, chunk });
+      channel?.push((appended instanceof Promise ? await appended : appended) as AnySessionEvent);
+    }
+    const result = assembler.result();
+    const { provider, model } = prepared.config;
+    if (result.finish.kind === 'aborted') {
+      const kept = assembler.interruptedBlocks();
+      if (kept.length > 0) {
+        const message = createAssistantMessage({ content: kept, provider, model });
+        await this.append('assistant/message', { turn, step, message, finish: result.finish, interrupted: true, ...(result.usage ? { usage: result.usage } : {}) });
+      }
+      return { kind: 'aborted', failure: result.finish.failure };
+    }
+    if (result.finish.kind === 'error') return { kind: 'failed', failure: result.finish.failure };
+    if (result.content.length === 0 && result.finish.kind === 'stop') {
+      return { kind: 'failed', failure: llmFailure('EMPTY_RESPONSE', `Provider "${provider}" (model ${model}) ended its reply without any content.`) };
+    }
+    const message = createAssistantMessage({ content: result.content, provider, model, ...(result.replayState ? { replayState: result.replayState } : {}) });
+    const data = { turn, step, message, finish: result.finish, ...(result.usage ? { usage: result.usage } : {}) };
+    await this.append('assistant/message', data);
+    return { kind: 'ok', message: data };
+  }
+
+  private async afterMessage(turn: number, step: number, data: SessionEventMap['assistant/message'], options: RunOptions & { signal: AbortSignal }): Promise<StepEnd> {
+    const calls = data.message.content.filter((block): block is ToolCallBlock => block.type === 'tool-call');
+    if (calls.length > 0) {
+      await this.runToolCalls(turn, step, calls, options);
+      if (options.signal.aborted) return { reason: 'aborted', failure: failureOf(options.signal.reason, options.signal) };
+      return { reason: 'continue' };
+    }
+    if (data.finish.kind === 'max-tokens') return { reason: 'max-tokens' };
+    return { reason: 'completed' };
+  }
+
+  /**
+   * Journals every call, asks for approval once per runnable call (in call order), runs each
+   * approved call as soon as it is approved (calls run concurrently), and journals the results in
+   * call order.
+   */
+  private async runToolCalls(turn: number, step: number, calls: readonly ToolCallBlock[], options: RunOptions & { signal: AbortSignal }): Promise<void> {
+    const { tools, bus } = this.options;
+    const signal = options.signal;
+    for (const call of calls) await this.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments });
+    const outcomes: Promise<ToolOutcome>[] = [];
+    for (const call of calls) {
+      const parsed = parseToolCall(tools.get(call.name), call.name, call.arguments, tools.ids());
+      if (!parsed.ok) {
+        outcomes.push(Promise.resolve(parsed.outcome));
+        continue;
+      }
+      if (signal.aborted) {
+        outcomes.push(Promise.resolve(errorOutcome('ABORTED', 'The turn was aborted before this tool call ran.')));
+        continue;
+      }
+      const request: ApprovalRequest = {
+        sessionId: this.id,
+        turn,
+        step,
+        callId: call.id,
+        name: call.name,
+        arguments: call.arguments,
+        input: parsed.input,
+        permission: parsed.tool.permission,
+        description: parsed.tool.description,
+      };
+      const answer = await decide(options.approve, request);
+      await this.append('approval/decided', { turn, step, callId: call.id, decision: answer.decision, decidedBy: answer.decidedBy, ...(answer.reason ? { reason: answer.reason } : {}) });
+      if (answer.decision !== 'allow') {
+        outcomes.push(Promise.resolve(errorOutcome('DENIED', `This tool call was denied (${answer.decidedBy}${answer.reason ? `: ${answer.reason}` : ''}); it did not run.`)));
+        continue;
+      }
+      if (signal.aborted) {
+        outcomes.push(Promise.resolve(errorOutcome('ABORTED', 'The turn was aborted before this tool call ran.')));
+        continue;
+      }
+      await this.append('tool/start', { turn, step, callId: call.id });
+      await this.journal.checkpoint();
+      outcomes.push(this.execute(turn, step, call, parsed.tool, parsed.input, signal, bus));
+    }
+    // Results enter the history in call order, each as soon as it and those before it are done.
+    for (let i = 0; i < calls.length; i++) {
+      const outcome = await outcomes[i]!;
+      const call = calls[i]!;
+      const message = createToolResultMessage({ callId: call.id, content: outcome.content, isError: outcome.isError });
+      await this.append('tool/result', { turn, step, callId: call.id, message, durationMs: outcome.durationMs, ...(outcome.code ? { code: outcome.code } : {}) });
+    }
+  }
+
+  private async execute(turn: number, step: number, call: ToolCallBlock, tool: ToolDefinition, input: unknown, signal: AbortSignal, bus: HookBus): Promise<ToolOutcome> {
+    let journaledChars = 0;
+    const cap = tool.maxOutputChars ?? 16_000;
+    const startedAtMs = performance.now();
+    try {
+      return await bus.waterfall('tools/execute', { session: this.handle, turn, step, callId: call.id, tool, input, signal }, (payload) =>
+        runTool(payload.tool, payload.input, {
+          callId: payload.callId,
+          sessionId: this.id,
+          cwd: this.options.cwd,
+          signal: payload.signal,
+          onOutput: (text) => {
+            // Streamed output is shown live; the journal keeps at most the output cap of it.
+            if (cap > 0 && journaledChars >= cap) return;
+            const piece = cap > 0 ? text.slice(0, cap - journaledChars) : text;
+            journaledChars += piece.length;
+            void this.append('tool/output', { turn, step, callId: call.id, text: piece }, { ignorable: true }).catch(() => undefined);
+          },
+        }),
+      );
+    } catch (error) {
+      // A tools/execute middleware failed: the call still gets its one result.
+      return errorOutcome(HarnessError.is(error) ? error.code : 'TOOL_FAILED', `The tool call failed: ${error instanceof Error ? error.message : String(error)}`, Math.round(performance.now() - startedAtMs));
+    }
+  }
+
+  /** Every journaled call of the step gets exactly one result, even when the step failed midway. */
+  private async closePendingCalls(turn: number, step: number, signal: AbortSignal): Promise<void> {
+    for (const pending of this.journal.state.pendingToolCalls) {
+      if (pending.turn !== turn || pending.step !== step) continue;
+      const code = signal.aborted ? 'ABORTED' : 'TOOL_NOT_RUN';
+      const message = createToolResultMessage({ callId: pending.callId, content: signal.aborted ? 'The turn was aborted; this tool call did not complete.' : 'This tool call did not run.', isError: true });
+      await this.append('tool/result', { turn, step, callId: pending.callId, message, code });
+    }
+  }
+
+  private baseConfig(options: RunOptions): LlmCallConfig {
+    const last = this.journal.state.header?.config;
+    const defaults = this.options.defaults;
+    const provider = options.provider ?? last?.provider ?? defaults.provider;
+    const model = options.model ?? (options.provider === undefined ? last?.model : undefined) ?? defaults.model;
+    const reasoningEffort = options.reasoningEffort ?? defaults.reasoningEffort;
+    return { provider, model, ...(reasoningEffort === undefined ? {} : { reasoningEffort }) };
+  }
+
+  private async writeHeader(prepared: PreparedCall, system: string | undefined, tools: readonly ToolSpec[]): Promise<void> {
+    const header: RequestHeader = { config: prepared.config, ...(system === undefined ? {} : { system }), tools, adapterKind: prepared.provider.kind };
+    const last = this.journal.state.header;
+    let reason: 'initial' | 'resume' | 'change' | undefined;
+    if (!this.headerWritten && this.resumed) reason = 'resume';
+    else if (last === undefined) reason = 'initial';
+    else if (!headerEquals(last, header)) reason = 'change';
+    this.headerWritten = true;
+    if (reason !== undefined) await this.append('request/header', { header, reason });
+  }
+}
+
+function headerEquals(a: RequestHeader, b: RequestHeader): boolean {
+  if (!callConfigEquals(a.config, b.config) || a.system !== b.system || a.adapterKind !== b.adapterKind) return false;
+  if (a.tools === b.tools) return true;
+  return JSON.stringify(a.tools) === JSON.stringify(b.tools);
+}
+
+async function decide(approve: RunOptions['approve'], request: ApprovalRequest): Promise<{ decision: 'allow' | 'deny'; decidedBy: string; reason?: string }> {
+  if (approve === undefined) return { decision: 'deny', decidedBy: 'no-approver', reason: 'no approver was given, so every tool call is denied' };
+  let answer: ApprovalAnswer;
+  try {
+    answer = await approve(request);
+  } catch (error) {
+    return { decision: 'deny', decidedBy: 'approver-threw', reason: error instanceof Error ? error.message : String(error) };
+  }
+  if (answer === 'allow' || answer === 'deny') return { decision: answer, decidedBy: 'approver' };
+  if (typeof answer === 'object' && answer !== null && (answer.decision === 'allow' || answer.decision === 'deny')) {
+    return { decision: answer.decision, decidedBy: answer.decidedBy ?? 'approver', ...(answer.reason ? { reason: answer.reason } : {}) };
+  }
+  return { decision: 'deny', decidedBy: 'approver-invalid', reason: `the approver answered ${JSON.stringify(answer)}, not 'allow' or 'deny'` };
+}
+
+function toMessages(input: RunInput): readonly UserMessage[] {
+  if (typeof input === 'string') return [createUserMessage(input)];
+  if (Array.isArray(input)) return input as readonly UserMessage[];
+  return [input as UserMessage];
+}
+
+function internalFailure(error: unknown): LlmFailure {
+  const info = getErrorInfo(error);
+  if (HarnessError.is(error)) return error.failure as LlmFailure;
+  return llmFailure('UNKNOWN', `Internal error in the agent loop: ${error instanceof Error ? error.message : String(error)}`, { codes: [...info.codes] });
+}
+
+export const newSessionId = (): string => randomUUID();

@@ -1,0 +1,205 @@
+/**
+ * `harness replay <session|path>`: a readable transcript; `--json` the raw events; `--at <seq>` the
+ * state at that point; `--verify` an integrity check (exit 1 on damage); `--cassette` an offline
+ * re-run through llm-replay (exit 1 on divergence, see cassette.ts).
+ */
+import { isDeepStrictEqual } from 'node:util';
+import {
+  assembleChunks,
+  Folder,
+  HarnessError,
+  initialState,
+  openSession,
+  readJournal,
+  readJournalHeader,
+  recordedCalls,
+  resolveSessionPath,
+  unansweredToolCalls,
+  type AnySessionEvent,
+  type OpenedSession,
+  type SessionState,
+} from '../../index.ts';
+import type { Io } from '../env.ts';
+import { formatUsage, oneLine } from '../format.ts';
+import { TranscriptPrinter } from '../render.ts';
+import { openHarnessForReading, type GlobalOptions } from '../setup.ts';
+
+export interface ReplayOptions {
+  readonly json?: boolean;
+  readonly at?: number;
+  readonly verify?: boolean;
+  readonly cassette?: boolean;
+  readonly salvage?: boolean;
+}
+
+export async function replayCommand(session: string, options: ReplayOptions, globals: GlobalOptions, io: Io): Promise<number> {
+  const chosen = [options.verify && '--verify', options.cassette && '--cassette'].filter(Boolean);
+  if (chosen.length > 1) throw new HarnessError('INVALID_ARGUMENTS', `${chosen.join(' and ')} cannot be combined; run them one at a time.`);
+  if (options.cassette) {
+    const { cassetteCommand } = await import('./cassette.ts');
+    return cassetteCommand(session, globals, io);
+  }
+  // The config's plugins are loaded so that their event types are known to the reader.
+  const harness = await openHarnessForReading(globals, io);
+  try {
+    const path = resolveSessionPath(session, harness.dataDir);
+    if (options.verify) return await verify(path, io);
+    try {
+      if (options.at !== undefined) return await stateAtSeq(path, options.at, options.json === true, io);
+      return await transcript(path, options, io);
+    } catch (error) {
+      if (HarnessError.is(error) && error.code === 'JOURNAL_CORRUPT') {
+        throw new HarnessError(error.code, `${error.message.replace(/;? ?read it with \{ salvage: true \} to skip the line\./, '.')} \`replay --salvage\` reads past it; \`replay --verify\` lists the damage.`, { cause: error });
+      }
+      throw error;
+    }
+  } finally {
+    await harness.dispose();
+  }
+}
+
+async function transcript(path: string, options: ReplayOptions, io: Io): Promise<number> {
+  const header = await readJournalHeader(path);
+  const skipped: string[] = [];
+  const onSkip = (line: { lineNumber: number; reason: string }) => skipped.push(`line ${line.lineNumber}: ${line.reason}`);
+  const events = readJournal(path, { ...(options.salvage ? { salvage: true } : {}), onSkip });
+  if (options.json) {
+    io.out.write(`${JSON.stringify(header)}\n`);
+    for await (const event of events) io.out.write(`${JSON.stringify(event)}\n`);
+  } else {
+    const printer = new TranscriptPrinter(io);
+    printer.header(header, path);
+    const usage: Record<string, number> = {};
+    let turns = 0;
+    let last = 0;
+    for await (const event of events) {
+      printer.event(event);
+      last = event.seq;
+      if (event.type === 'turn/start') turns++;
+      if (event.type === 'assistant/message' && event.data.usage) for (const [k, v] of Object.entries(event.data.usage)) if (typeof v === 'number') usage[k] = (usage[k] ?? 0) + v;
+    }
+    io.out.write(`\n${io.c.dim(`${last} events · ${turns} turn${turns === 1 ? '' : 's'} · ${formatUsage(usage)}`)}\n`);
+  }
+  for (const line of skipped) io.err.write(io.c.yellow(`skipped ${line}\n`));
+  return 0;
+}
+
+async function stateAtSeq(path: string, seq: number, json: boolean, io: Io): Promise<number> {
+  const header = await readJournalHeader(path);
+  const folder = new Folder(initialState(header.id));
+  let last = 0;
+  for await (const event of readJournal(path)) {
+    if (event.seq > seq) break;
+    folder.apply(event);
+    last = event.seq;
+  }
+  if (last < seq) throw new HarnessError('SEQ_OUT_OF_RANGE', `Session ${header.id} has ${last} events; there is no seq ${seq}.`);
+  const state = folder.finish();
+  if (json) {
+    io.out.write(`${JSON.stringify({ header, atSeq: seq, state })}\n`);
+    return 0;
+  }
+  printState(state, header.id, seq, io);
+  return 0;
+}
+
+function printState(state: SessionState, id: string, seq: number, io: Io): void {
+  const { c } = io;
+  const printer = new TranscriptPrinter(io);
+  const lines = [`${c.bold('session')} ${id} ${c.dim(`at seq ${seq}`)}`];
+  const h = state.header;
+  if (h) {
+    lines.push(`${c.dim('model  ')} ${h.config.provider}/${h.config.model}${h.config.reasoningEffort ? ` (effort ${h.config.reasoningEffort})` : ''}`);
+    if (h.system) lines.push(`${c.dim('system ')} ${oneLine(h.system, 140)}`);
+    lines.push(`${c.dim('tools  ')} ${Array.isArray(h.tools) ? h.tools.map((t) => t.name).join(', ') || 'none' : String(h.tools)}`);
+  } else lines.push(`${c.dim('model  ')} (no request header yet)`);
+  const open = state.openTurn;
+  lines.push(`${c.dim('turns  ')} ${state.turnCount}${open ? ` · turn ${open.turn} open${open.step ? `, step ${open.step}${open.stepOpen ? ' running' : ''}` : ''}` : state.lastTurnEnd ? ` · last ended ${state.lastTurnEnd.reason}` : ''}`);
+  lines.push(`${c.dim('usage  ')} ${formatUsage(state.usage)}`);
+  if (state.pendingToolCalls.length) lines.push(`${c.dim('pending')} ${state.pendingToolCalls.map((p) => `${p.name} (${p.callId}${p.started ? ', started' : ''})`).join(', ')}`);
+  if (state.title) lines.push(`${c.dim('title  ')} ${state.title}`);
+  lines.push(`${c.dim('messages')} ${state.messages.length}`);
+  printer.print(lines.join('\n'));
+  state.messages.forEach((message, index) => printer.message(c.dim(String(index).padStart(5)), message));
+}
+
+/**
+ * Reads the whole journal strictly (header, every line, contiguous seq, known types), then checks
+ * the fold: turns closed, every tool call answered, every assistant message equal to what its
+ * chunks assemble to. Lists every problem (a salvage read finds corrupt lines past the first).
+ */
+async function verify(path: string, io: Io): Promise<number> {
+  const { c } = io;
+  const problems: string[] = [];
+  let opened: OpenedSession | undefined;
+  try {
+    opened = await openSession(path, { events: true });
+  } catch (error) {
+    if (!HarnessError.is(error)) throw error;
+    problems.push(`${error.code}: ${error.message}`);
+    if (error.code === 'JOURNAL_CORRUPT' || error.code === 'UNKNOWN_EVENT_TYPE' || error.code === 'INVALID_EVENT_DATA') {
+      try {
+        opened = await openSession(path, { events: true, salvage: true });
+        for (const line of opened.skipped) {
+          const text = `line ${line.lineNumber}: ${line.reason}`;
+          if (!problems.some((p) => p.includes(`:${line.lineNumber}:`))) problems.push(text);
+        }
+      } catch (salvageError) {
+        if (!HarnessError.is(salvageError)) throw salvageError;
+      }
+    }
+  }
+  if (opened !== undefined) {
+    const events = opened.events ?? [];
+    if (opened.tornTail) problems.push(`line ${opened.tornTail.lineNumber}: torn last line (${opened.tornTail.reason}); resuming the session moves it to a sidecar file`);
+    problems.push(...structureProblems(events));
+    const state = opened.state;
+    if (state.openTurn) problems.push(`turn ${state.openTurn.turn} never ended (the session crashed or is still running); resuming it closes the turn`);
+    for (const pending of state.pendingToolCalls) problems.push(`tool call ${pending.callId} (${pending.name}, turn ${pending.turn}) has no result`);
+    for (const call of unansweredToolCalls(state)) {
+      if (!state.pendingToolCalls.some((p) => p.callId === call.id)) problems.push(`tool call ${call.id} (${call.name}) in the history has no result`);
+    }
+    for (const call of recordedCalls(events)) {
+      const message = call.message;
+      if (message === undefined || message.data.interrupted) continue;
+      const assembled = assembleChunks(call.chunks);
+      if (!isDeepStrictEqual(assembled.content, message.data.message.content)) {
+        problems.push(`seq ${message.seq}: assistant/message (turn ${call.turn}, step ${call.step}) differs from what its ${call.chunks.length} chunks assemble to`);
+      }
+    }
+  }
+  if (problems.length === 0 && opened !== undefined) {
+    const turns = opened.state.turnCount;
+    io.out.write(`${c.green('ok')} ${path}\n${c.dim(`${opened.eventCount} events, seq 1..${opened.lastSeq} contiguous · ${turns} turn${turns === 1 ? '' : 's'}, all closed · every tool call answered · messages match their chunks`)}\n`);
+    return 0;
+  }
+  io.out.write(`${c.red('damaged')} ${path}\n`);
+  for (const problem of problems) io.out.write(`  ${c.red('✗')} ${problem}\n`);
+  return 1;
+}
+
+/** Turn and step bracketing: every turn/start closed by its turn/end before the next one. */
+function structureProblems(events: readonly AnySessionEvent[]): string[] {
+  const out: string[] = [];
+  let turn: number | undefined;
+  let step: number | undefined;
+  for (const event of events) {
+    if (event.type === 'turn/start') {
+      if (turn !== undefined) out.push(`seq ${event.seq}: turn ${event.data.turn} starts while turn ${turn} is open`);
+      turn = event.data.turn;
+    } else if (event.type === 'turn/end') {
+      if (turn !== event.data.turn) out.push(`seq ${event.seq}: turn/end of turn ${event.data.turn}, but ${turn === undefined ? 'no turn is open' : `turn ${turn} is open`}`);
+      if (step !== undefined) out.push(`seq ${event.seq}: turn ${event.data.turn} ends while step ${step} is open`);
+      turn = undefined;
+      step = undefined;
+    } else if (event.type === 'step/start') {
+      if (turn === undefined) out.push(`seq ${event.seq}: step/start outside a turn`);
+      if (step !== undefined) out.push(`seq ${event.seq}: step ${event.data.step} starts while step ${step} is open`);
+      step = event.data.step;
+    } else if (event.type === 'step/end') {
+      if (step !== event.data.step) out.push(`seq ${event.seq}: step/end of step ${event.data.step}, but ${step === undefined ? 'no step is open' : `step ${step} is open`}`);
+      step = undefined;
+    }
+  }
+  return out;
+}

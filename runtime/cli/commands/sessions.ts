@@ -1,0 +1,82 @@
+/**
+ * `harness sessions`, `harness fork <session> --at <seq>`, `harness import dsh <file>`.
+ */
+import { forkSession, listSessions, writeImportedSession } from '../../index.ts';
+import { selfCommand, shellQuote, type Io } from '../env.ts';
+import { compactCount, formatAgo, oneLine } from '../format.ts';
+import { openHarnessForReading, type GlobalOptions } from '../setup.ts';
+
+/** Lists the sessions of the data directory, most recently updated first. */
+export async function sessionsCommand(options: { json?: boolean }, globals: GlobalOptions, io: Io): Promise<number> {
+  const harness = await openHarnessForReading(globals, io);
+  try {
+    const sessions = await listSessions(harness.dataDir);
+    if (options.json) {
+      for (const session of sessions) io.out.write(`${JSON.stringify(session)}\n`);
+      return 0;
+    }
+    if (sessions.length === 0) {
+      io.out.write(`No sessions in ${harness.dataDir}/sessions yet. Start one with: ${selfCommand()} run "What is in this workspace?"\n`);
+      return 0;
+    }
+    const { c } = io;
+    const rows = sessions.map((s) => {
+      const title = s.error
+        ? c.red(`unreadable — ${s.error.code}`)
+        : (s.title ?? (s.importedFrom ? `(imported from ${s.importedFrom.format})` : s.parent ? `(fork of ${s.parent.sessionId.slice(0, 8)} at seq ${s.parent.seq})` : c.dim('—')));
+      const tokens = `${compactCount((s.usage.inputTokens ?? 0) + (s.usage.cacheReadTokens ?? 0) + (s.usage.cacheWriteTokens ?? 0))}/${compactCount(s.usage.outputTokens ?? 0)}`;
+      return [s.id, oneLine(title, 48), String(s.turnCount), tokens, formatAgo(s.lastUpdateAtMs)];
+    });
+    const head = ['ID', 'TITLE', 'TURNS', 'TOKENS in/out', 'UPDATED'];
+    const visible = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '').length;
+    const widths = head.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i]!))));
+    const pad = (text: string, i: number) => text + ' '.repeat(widths[i]! - visible(text));
+    io.out.write(`${c.dim(head.map(pad).join('  ').trimEnd())}\n`);
+    for (const row of rows) io.out.write(`${row.map(pad).join('  ').trimEnd()}\n`);
+    io.out.write(c.dim(`${sessions.length} session${sessions.length === 1 ? '' : 's'} in ${harness.dataDir}/sessions\n`));
+    return 0;
+  } finally {
+    await harness.dispose();
+  }
+}
+
+/** Starts a new session from the events 1..at of another. */
+export async function forkCommand(source: string, options: { at: number; closeTurn?: boolean; id?: string }, globals: GlobalOptions, io: Io): Promise<number> {
+  const harness = await openHarnessForReading(globals, io);
+  try {
+    const { journal, repairs } = await forkSession(source, {
+      atSeq: options.at,
+      dataDir: harness.dataDir,
+      bus: harness.kernel.bus,
+      ...(options.closeTurn ? { closeOpenTurn: true } : {}),
+      ...(options.id ? { id: options.id } : {}),
+    });
+    await journal.close();
+    const parent = journal.header.parent!;
+    const { c } = io;
+    io.out.write(`${c.green('forked')} ${parent.sessionId} at seq ${parent.seq} → ${c.bold(journal.id)}\n`);
+    if (repairs.syntheticEvents.length) io.out.write(c.dim(`closed the open turn with ${repairs.syntheticEvents.length} synthetic event(s)\n`));
+    const self = `${selfCommand()}${globals.config ? ` --config ${shellQuote(globals.config)}` : ''}${globals.dataDir ? ` --data-dir ${shellQuote(globals.dataDir)}` : ''}`;
+    io.out.write(`${c.dim('journal ')} ${journal.path}\n${c.dim('continue')} ${self} run --resume ${journal.id} "<prompt>"\n${c.dim('replay  ')} ${self} replay ${journal.id}\n`);
+    return 0;
+  } finally {
+    await harness.dispose();
+  }
+}
+
+/** Imports a DeepSeek Harness session as a journal of ours. */
+export async function importDshCommand(file: string, options: { id?: string }, globals: GlobalOptions, io: Io): Promise<number> {
+  const harness = await openHarnessForReading(globals, io);
+  try {
+    const written = await writeImportedSession(file, { dataDir: harness.dataDir, ...(options.id ? { id: options.id } : {}) });
+    const { c } = io;
+    io.out.write(`${c.green('imported')} ${file} → ${c.bold(written.header.id)} (${written.eventCount} events)\n`);
+    for (const warning of written.imported.warnings) io.err.write(c.yellow(`warning: ${warning}\n`));
+    for (const m of written.imported.assemblerMismatches) io.err.write(c.yellow(`warning: seq ${m.seq} (turn ${m.turn}, step ${m.step}): the recorded ${m.field} differs from what its chunks assemble to\n`));
+    const self = `${selfCommand()}${globals.config ? ` --config ${shellQuote(globals.config)}` : ''}${globals.dataDir ? ` --data-dir ${shellQuote(globals.dataDir)}` : ''}`;
+    io.out.write(`${c.dim('journal')} ${written.path}\n${c.dim('replay ')} ${self} replay ${written.header.id}\n`);
+    return 0;
+  } finally {
+    await harness.dispose();
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Where the CLI is and how it talks: the project root, the config it loads, the command that runs
+ * it again, colours and the output streams.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, dirname, isAbsolute, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pc from 'picocolors';
+
+/** The folder of this repository's package.json (runtime/cli/ is two levels below it). */
+export const projectRoot: string = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** The CLI's version (package.json). */
+export function cliVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(resolve(projectRoot, 'package.json'), 'utf8')) as { version?: string }).version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/**
+ * The config file a command loads: `--config <path>`, else `$HARNESS_CONFIG`, else
+ * `./harness.config.ts` when the working directory has one, else the project's own
+ * `harness.config.ts` (every plugin of the product, `scripted` as the default model).
+ */
+export function resolveConfigPath(option: string | undefined, cwd = process.cwd()): string {
+  if (option) return resolve(cwd, option);
+  if (process.env.HARNESS_CONFIG) return resolve(cwd, process.env.HARNESS_CONFIG);
+  const local = resolve(cwd, 'harness.config.ts');
+  if (existsSync(local)) return local;
+  return resolve(projectRoot, 'harness.config.ts');
+}
+
+/**
+ * How to run this CLI again, for hints like "replay: harness replay <id>": `harness` when it was
+ * started through an installed `harness` link, else `node <path of bin/harness.js>` (relative to the
+ * working directory when that is shorter).
+ */
+export function selfCommand(cwd = process.cwd()): string {
+  const script = process.argv[1] ?? '';
+  if (basename(script) === 'harness') return 'harness';
+  const bin = resolve(projectRoot, 'bin/harness.js');
+  const rel = relative(cwd, bin);
+  return `node ${!rel.startsWith('..') && !isAbsolute(rel) ? rel : bin}`;
+}
+
+/** Quotes an argument for a shell hint when it needs it. */
+export function shellQuote(value: string): string {
+  return /^[A-Za-z0-9_./:@%+=-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Output streams and colours of one command. */
+export interface Io {
+  readonly out: NodeJS.WriteStream;
+  readonly err: NodeJS.WriteStream;
+  /** Colours (a no-op set when colour is off: not a TTY, `NO_COLOR`, `--no-color`). */
+  readonly c: typeof pc;
+  /** stdout is a terminal (spinner, cursor control). */
+  readonly interactive: boolean;
+}
+
+export function processIo(): Io {
+  return { out: process.stdout, err: process.stderr, c: pc, interactive: process.stdout.isTTY === true };
+}
+
+/** Writes and resolves once the stream has taken the text (so an exit right after loses nothing). */
+export function writeAll(stream: NodeJS.WriteStream, text: string): Promise<void> {
+  return new Promise((done) => {
+    if (stream.write(text)) done();
+    else stream.once('drain', () => done());
+  });
+}

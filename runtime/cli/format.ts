@@ -1,0 +1,95 @@
+/**
+ * Text formatting shared by the commands: numbers, token usage, cost, times, tool calls and results.
+ */
+import type { Message, TokenUsage, ToolResultBlock } from '../index.ts';
+
+export function formatCount(value: number): string {
+  return value.toLocaleString('en-US');
+}
+
+/** `1,234 in · 56 out · 10 cache read · 12 reasoning` (absent classes are left out; none → `no usage reported`). */
+export function formatUsage(usage: TokenUsage): string {
+  const parts: string[] = [];
+  if (usage.inputTokens !== undefined) parts.push(`${formatCount(usage.inputTokens)} in`);
+  if (usage.outputTokens !== undefined) parts.push(`${formatCount(usage.outputTokens)} out`);
+  if (usage.cacheReadTokens !== undefined || usage.cacheWriteTokens !== undefined) {
+    parts.push(`${formatCount(usage.cacheReadTokens ?? 0)} cache read`);
+    if (usage.cacheWriteTokens !== undefined) parts.push(`${formatCount(usage.cacheWriteTokens)} cache write`);
+  } else if (parts.length > 0) {
+    parts.push('0 cache');
+  }
+  if (usage.reasoningTokens !== undefined) parts.push(`${formatCount(usage.reasoningTokens)} reasoning`);
+  return parts.length ? parts.join(' · ') : 'no usage reported';
+}
+
+/** Total tokens of a usage (input + cache + output; reasoning is part of output). */
+export function totalTokens(usage: TokenUsage): number {
+  return (usage.inputTokens ?? 0) + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0) + (usage.outputTokens ?? 0);
+}
+
+export function addUsage(into: Record<string, number>, usage: TokenUsage | undefined): void {
+  if (!usage) return;
+  for (const [key, value] of Object.entries(usage)) if (typeof value === 'number') into[key] = (into[key] ?? 0) + value;
+}
+
+export function formatCost(usd: number): string {
+  if (usd === 0) return '$0.00';
+  if (usd < 0.01) return `$${usd.toFixed(4)}`;
+  return `$${usd.toFixed(2)}`;
+}
+
+/** `1.2k`, `3.4M`: compact token counts for tables. */
+export function compactCount(value: number): string {
+  if (value < 1000) return String(value);
+  if (value < 1_000_000) return `${(value / 1000).toFixed(value < 10_000 ? 1 : 0)}k`;
+  return `${(value / 1_000_000).toFixed(1)}M`;
+}
+
+export function formatAgo(atMs: number, now = Date.now()): string {
+  const seconds = Math.max(0, Math.round((now - atMs) / 1000));
+  if (seconds < 60) return `${seconds}s ago`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 48) return `${hours} h ago`;
+  return new Date(atMs).toISOString().slice(0, 10);
+}
+
+export function formatMs(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** One line, at most `max` characters (an ellipsis marks the cut). */
+export function oneLine(text: string, max = 120): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** The first line of a (possibly multi-line) message. */
+export function firstLine(text: string): string {
+  return text.split('\n').find((line) => line.trim() !== '')?.trim() ?? '';
+}
+
+/** Tool arguments for display: compact JSON when they parse, else the raw text; cut at `max`. */
+export function formatArguments(raw: string, max = 100): string {
+  let text = raw;
+  try {
+    text = JSON.stringify(JSON.parse(raw));
+  } catch {
+    // keep the raw text
+  }
+  return oneLine(text, max);
+}
+
+/** The text of a tool-result message (its result blocks' text parts). */
+export function toolResultText(message: Message): { text: string; isError: boolean } {
+  const block = message.content.find((b): b is ToolResultBlock => b.type === 'tool-result');
+  if (block === undefined) return { text: message.content.map((b) => ('text' in b ? b.text : '')).join(''), isError: false };
+  return { text: block.content.map((part) => (part.type === 'text' ? part.text : `[${part.mediaType} image]`)).join(''), isError: block.isError };
+}
+
+/** The first `count` non-empty lines of a text, and how many lines were left out. */
+export function headLines(text: string, count: number): { lines: string[]; more: number } {
+  const lines = text.replace(/\s+$/, '').split('\n');
+  return { lines: lines.slice(0, count), more: Math.max(0, lines.length - count) };
+}

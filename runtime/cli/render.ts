@@ -1,0 +1,299 @@
+/**
+ * Rendering session events for a person: live (streamed chunks, a spinner while the model is
+ * silent) for `run` and `chat`, and as a transcript (assembled messages) for `replay`.
+ */
+import ora, { type Ora } from 'ora';
+import type { AnySessionEvent, Harness, Message, SessionEvent, SessionHeader, StreamChunk, TokenUsage } from '../index.ts';
+import type { Io } from './env.ts';
+import { addUsage, formatArguments, formatCost, formatMs, formatUsage, headLines, oneLine, toolResultText } from './format.ts';
+
+const RESULT_LINES = 4;
+
+/** Prints a turn as it happens. */
+export class LiveRenderer {
+  private readonly io: Io;
+  private spinner: Ora | undefined;
+  /** The cursor is not at the start of a line. */
+  private midLine = false;
+  private current: 'reasoning' | 'text' | undefined;
+  private readonly toolNames = new Map<string, string>();
+  private readonly shownWaiters = new Map<string, () => void>();
+  /** Usage of this run's model replies (for the footer when no token meter is loaded). */
+  readonly usage: Record<string, number> = {};
+  /** Assistant messages produced in this run. */
+  messageCount = 0;
+  lastTurnEnd: SessionEvent<'turn/end'> | undefined;
+
+  constructor(io: Io) {
+    this.io = io;
+  }
+
+  /** Stops the spinner (before something else writes to the terminal, e.g. an approval question). */
+  pause(): void {
+    this.spinner?.stop();
+    this.spinner = undefined;
+  }
+
+  /** Ends the current line, if one is open. */
+  breakLine(): void {
+    if (this.midLine) this.write('\n');
+  }
+
+  /** Prints a full line of its own (a notice between streamed output). */
+  line(text: string): void {
+    this.pause();
+    this.breakLine();
+    this.write(`${text}\n`);
+  }
+
+  event(event: AnySessionEvent): void {
+    const { c } = this.io;
+    switch (event.type) {
+      case 'step/start':
+        this.wait('thinking…');
+        break;
+      case 'assistant/chunk':
+        this.chunk(event.data.chunk);
+        break;
+      case 'assistant/message':
+        this.messageCount++;
+        addUsage(this.usage, event.data.usage);
+        this.current = undefined;
+        if (event.data.interrupted) this.line(c.yellow('(interrupted: the rest of this reply was not received)'));
+        break;
+      case 'tool/call':
+        this.toolNames.set(event.data.callId, event.data.name);
+        this.line(`${c.cyan('→')} ${c.bold(event.data.name)} ${c.dim(formatArguments(event.data.arguments))}`);
+        this.shownWaiters.get(event.data.callId)?.();
+        this.shownWaiters.delete(event.data.callId);
+        break;
+      case 'approval/decided':
+        if (event.data.decision === 'deny') this.line(c.red(`  ✗ denied (${event.data.decidedBy}${event.data.reason ? `: ${event.data.reason}` : ''})`));
+        else if (event.data.decidedBy === 'user') this.line(c.dim('  ✓ allowed by you'));
+        break;
+      case 'tool/start':
+        this.wait(`running ${this.toolNames.get(event.data.callId) ?? 'tool'}…`);
+        break;
+      case 'tool/result':
+        this.toolResult(event.data);
+        break;
+      case 'llm/retry': {
+        const { attempt, maxRetries, delayMs, failure } = event.data;
+        this.line(c.yellow(`↻ retry ${attempt}/${maxRetries} in ${formatMs(delayMs)} — ${failure.code}: ${oneLine(failure.message, 160)}`));
+        this.wait('waiting to retry…');
+        break;
+      }
+      case 'compaction/start':
+        this.line(c.dim(`… compacting ${event.data.messageCount} messages (${event.data.trigger})`));
+        break;
+      case 'compaction/end':
+        this.line(c.dim(event.data.outcome === 'compacted' ? `… compacted (${event.data.keptMessageCount ?? '?'} messages kept)` : `… compaction failed: ${event.data.failure?.message ?? 'unknown'}`));
+        break;
+      case 'turn/end':
+        this.pause();
+        this.breakLine();
+        this.lastTurnEnd = event as SessionEvent<'turn/end'>;
+        break;
+      default:
+        break;
+    }
+  }
+
+  /**
+   * Resolves once the tool call has been printed (the loop asks for approval right after journaling
+   * the call; the question must come after the call's line).
+   */
+  whenShown(callId: string): Promise<void> {
+    if (this.toolNames.has(callId)) return Promise.resolve();
+    return new Promise((done) => this.shownWaiters.set(callId, done));
+  }
+
+  /** Stops the spinner and closes the line (the run is over). */
+  finish(): void {
+    this.pause();
+    this.breakLine();
+  }
+
+  private chunk(chunk: StreamChunk): void {
+    const { c } = this.io;
+    switch (chunk.type) {
+      case 'block-start':
+        this.pause();
+        if (chunk.blockType === 'reasoning' || chunk.blockType === 'text') {
+          this.breakLine();
+          this.current = chunk.blockType;
+        }
+        break;
+      case 'reasoning-delta':
+        this.pause();
+        this.write(c.dim(chunk.text));
+        break;
+      case 'text-delta':
+        this.pause();
+        this.write(chunk.text);
+        break;
+      case 'block-end':
+        if (this.current !== undefined) this.breakLine();
+        this.current = undefined;
+        break;
+      case 'finish':
+        this.pause();
+        this.breakLine();
+        break;
+      default:
+        break;
+    }
+  }
+
+  private toolResult(data: SessionEvent<'tool/result'>['data']): void {
+    const { c } = this.io;
+    const { text, isError } = toolResultText(data.message);
+    const name = this.toolNames.get(data.callId) ?? 'tool';
+    const { lines, more } = headLines(text, RESULT_LINES);
+    const status = isError ? c.red(`✗ ${name} failed${data.code ? ` (${data.code})` : ''}`) : c.green(`✓ ${name}`);
+    const took = data.durationMs !== undefined ? c.dim(` ${formatMs(data.durationMs)}`) : '';
+    this.line(`  ${status}${took}`);
+    for (const line of lines) this.write(`${c.dim('  │ ')}${isError ? c.red(oneLine(line, 160)) : c.dim(oneLine(line, 160))}\n`);
+    if (more > 0) this.write(c.dim(`  │ … ${more} more line${more === 1 ? '' : 's'}\n`));
+  }
+
+  private wait(text: string): void {
+    if (!this.io.interactive) return;
+    this.breakLine();
+    if (this.spinner) {
+      this.spinner.text = text;
+      return;
+    }
+    this.spinner = ora({ text, stream: this.io.err, discardStdin: false, color: 'cyan' }).start();
+  }
+
+  private write(text: string): void {
+    if (text === '') return;
+    this.io.out.write(text);
+    this.midLine = !text.endsWith('\n');
+  }
+}
+
+/** Token totals and cost of a session as this process saw it (from `ctx.tokenMeter` when loaded). */
+export function usageFooter(harness: Harness, sessionId: string, fallback: TokenUsage, io: Io): string {
+  const meter = harness.ctx.tokenMeter;
+  if (meter === undefined) return `tokens  ${formatUsage(fallback)}`;
+  const usage = meter.session(sessionId);
+  const requests = usage.requests.length;
+  let cost: string;
+  if (requests === 0) cost = '';
+  else if (usage.pricedRequestCount === requests) cost = ` · cost ${formatCost(usage.costUsd)}`;
+  else if (usage.pricedRequestCount > 0) cost = ` · cost ${formatCost(usage.costUsd)} (${requests - usage.pricedRequestCount} of ${requests} requests unpriced)`;
+  else {
+    const last = usage.requests.at(-1)!;
+    cost = io.c.dim(` · cost n/a (no price for ${last.provider}/${last.model})`);
+  }
+  return `tokens  ${formatUsage(usage.totals)}${cost}`;
+}
+
+/** Prints a journal as a readable transcript, event by event (assembled messages, not chunks). */
+export class TranscriptPrinter {
+  private readonly io: Io;
+  private readonly toolNames = new Map<string, string>();
+
+  constructor(io: Io) {
+    this.io = io;
+  }
+
+  header(header: SessionHeader, path: string): void {
+    const { c } = this.io;
+    const lines = [`${c.bold('session')} ${header.id}`, `${c.dim('journal')} ${path}`, `${c.dim('created')} ${new Date(header.createdAtMs).toISOString()}`];
+    if (header.cwd) lines.push(`${c.dim('cwd')}     ${header.cwd}`);
+    if (header.parent) lines.push(`${c.dim('fork of')} ${header.parent.sessionId} at seq ${header.parent.seq}`);
+    if (header.importedFrom) lines.push(`${c.dim('imported')} from ${header.importedFrom.format} ${header.importedFrom.path}`);
+    this.print(lines.join('\n'));
+  }
+
+  event(event: AnySessionEvent): void {
+    const { c } = this.io;
+    const seq = c.dim(String(event.seq).padStart(5));
+    switch (event.type) {
+      case 'turn/start':
+        this.print(`\n${seq} ${c.bold(`── turn ${event.data.turn} ──`)}`);
+        break;
+      case 'turn/end': {
+        const reason = event.data.reason;
+        const colour = reason === 'completed' ? c.green : reason === 'aborted' || reason === 'max-tokens' ? c.yellow : c.red;
+        this.print(`${seq} ${colour(`turn ${event.data.turn} ${reason}`)}${event.data.failure ? c.red(` — ${event.data.failure.code}: ${oneLine(event.data.failure.message, 200)}`) : ''}`);
+        break;
+      }
+      case 'request/header': {
+        const { header, reason } = event.data;
+        const tools = Array.isArray(header.tools) ? header.tools.map((t) => t.name).join(', ') : String(header.tools);
+        this.print(`${seq} ${c.dim(`model ${header.config.provider}/${header.config.model}${header.config.reasoningEffort ? ` (effort ${header.config.reasoningEffort})` : ''} · ${reason} · tools: ${tools || 'none'}`)}`);
+        break;
+      }
+      case 'user/message':
+        this.message(seq, event.data.message);
+        break;
+      case 'assistant/message': {
+        this.message(seq, event.data.message);
+        const notes: string[] = [];
+        if (event.data.interrupted) notes.push('interrupted');
+        if (event.data.finish.kind !== 'stop' && event.data.finish.kind !== 'tool-calls') notes.push(`finish ${event.data.finish.kind}`);
+        if (event.data.usage) notes.push(formatUsage(event.data.usage));
+        if (notes.length) this.print(`      ${c.dim(notes.join(' · '))}`);
+        break;
+      }
+      case 'tool/call':
+        this.toolNames.set(event.data.callId, event.data.name);
+        break;
+      case 'approval/decided':
+        if (event.data.decision === 'deny') this.print(`${seq} ${c.red(`denied ${this.toolNames.get(event.data.callId) ?? event.data.callId} (${event.data.decidedBy}${event.data.reason ? `: ${event.data.reason}` : ''})`)}`);
+        break;
+      case 'tool/result': {
+        const { text, isError } = toolResultText(event.data.message);
+        const name = this.toolNames.get(event.data.callId) ?? 'tool';
+        const { lines, more } = headLines(text, RESULT_LINES);
+        this.print(`${seq} ${isError ? c.red(`✗ ${name}${event.data.code ? ` (${event.data.code})` : ''}`) : c.green(`✓ ${name}`)}`);
+        for (const line of lines) this.print(`      ${c.dim('│ ')}${c.dim(oneLine(line, 160))}`);
+        if (more > 0) this.print(`      ${c.dim(`│ … ${more} more line${more === 1 ? '' : 's'}`)}`);
+        break;
+      }
+      case 'llm/retry':
+        this.print(`${seq} ${c.yellow(`retry ${event.data.attempt}/${event.data.maxRetries} after ${formatMs(event.data.delayMs)} — ${event.data.failure.code}`)}`);
+        break;
+      case 'compaction/summary':
+        this.print(`${seq} ${c.dim(`compaction summary: ${oneLine(event.data.summary, 160)}`)}`);
+        break;
+      case 'surface/replace':
+        this.print(`${seq} ${c.dim(`surface messages ${event.data.start}–${event.data.end} replaced by ${event.data.messages.length}`)}`);
+        break;
+      case 'session/title':
+        this.print(`${seq} ${c.dim(`title: ${event.data.title}`)}`);
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** One message, role-labelled: reasoning dimmed, text as is, tool calls as `→ name args`. */
+  message(prefix: string, message: Message): void {
+    const { c } = this.io;
+    const role = message.role === 'assistant' ? c.magenta('assistant') : message.source.kind === 'tool' ? c.cyan('tool') : message.source.kind === 'plugin' ? c.dim(`plugin ${message.source.plugin}`) : c.blue('user');
+    const lines: string[] = [];
+    for (const block of message.content) {
+      if (block.type === 'text') lines.push(block.text);
+      else if (block.type === 'reasoning') lines.push(c.dim(block.redacted ? '[redacted reasoning]' : block.text));
+      else if (block.type === 'tool-call') {
+        this.toolNames.set(block.id, block.name);
+        lines.push(`${c.cyan('→')} ${c.bold(block.name)} ${c.dim(formatArguments(block.arguments))}`);
+      } else if (block.type === 'tool-result') {
+        const { lines: head, more } = headLines(block.content.map((p) => (p.type === 'text' ? p.text : '[image]')).join(''), RESULT_LINES);
+        lines.push(...head.map((line) => c.dim(`│ ${oneLine(line, 160)}`)), ...(more ? [c.dim(`│ … ${more} more`)] : []));
+      } else lines.push(c.dim(`[${block.type}]`));
+    }
+    const body = lines.join('\n').split('\n');
+    this.print(`${prefix} ${role}: ${body[0] ?? ''}`);
+    for (const line of body.slice(1)) this.print(`      ${line}`);
+  }
+
+  print(text: string): void {
+    this.io.out.write(`${text}\n`);
+  }
+}

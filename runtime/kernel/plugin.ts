@@ -1,0 +1,347 @@
+/**
+ * Plugins and the plugin host (DESIGN "The kernel": Plugins, Hot reload).
+ *
+ * `definePlugin({ name, config?, setup })` declares a plugin. The host validates its config with zod,
+ * runs `setup` against a staged context, and commits everything setup registered in one synchronous
+ * step. `reload(name)` imports a new module generation, sets it up staged, swaps old registrations for
+ * new in one synchronous step and then disposes the old generation; if anything before the swap
+ * fails, the old generation keeps serving and `plugin/reload-failed` is emitted.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { z } from 'zod';
+import type { EmitHook } from './bus.ts';
+import type { Kernel, PluginContext } from './context.ts';
+import { HarnessError, toFailure, type Failure } from './errors.ts';
+import { Fiber, Scope } from './fiber.ts';
+import { importGeneration } from './module-loader.ts';
+
+const PLUGIN = Symbol.for('harness.plugin');
+
+export interface PluginDefinition<Config = unknown> {
+  readonly name: string;
+  readonly config?: z.ZodType<Config>;
+  readonly setup: (ctx: PluginContext, config: Config) => void | Promise<void>;
+}
+
+type ConfigOf<Schema> = Schema extends z.ZodType ? z.output<Schema> : undefined;
+
+/**
+ * Declares a plugin. `config` is a zod schema; `setup` receives the parsed config. Everything
+ * registered through `ctx` during setup becomes visible together when setup resolves, and is undone
+ * when the plugin is unloaded or reloaded.
+ */
+export function definePlugin<Schema extends z.ZodType | undefined = undefined>(definition: {
+  name: string;
+  config?: Schema;
+  setup: (ctx: PluginContext, config: ConfigOf<Schema>) => void | Promise<void>;
+}): PluginDefinition<ConfigOf<Schema>> {
+  if (typeof definition?.name !== 'string' || !/^[a-z0-9@][a-z0-9._/@-]*$/i.test(definition.name)) {
+    throw new HarnessError('INVALID_PLUGIN', `A plugin needs a name of letters, digits, ".", "_", "-", "/" or "@"; got ${JSON.stringify(definition?.name)}.`);
+  }
+  if (typeof definition.setup !== 'function') {
+    throw new HarnessError('INVALID_PLUGIN', `Plugin "${definition.name}" has no setup(ctx, config) function.`);
+  }
+  const plugin = { ...definition } as PluginDefinition<ConfigOf<Schema>>;
+  Object.defineProperty(plugin, PLUGIN, { value: true });
+  return Object.freeze(plugin);
+}
+
+export function isPluginDefinition(value: unknown): value is PluginDefinition {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[PLUGIN] === true;
+}
+
+/** How a config names a plugin: a module path (hot-reloadable) or a definition object. */
+export interface PluginSpec {
+  /** Path of a module whose default export is a plugin; relative paths resolve from the config file. */
+  module?: string;
+  plugin?: PluginDefinition<any>;
+  /** Raw config, validated by the plugin's schema. */
+  config?: unknown;
+}
+
+export interface PluginInfo {
+  readonly name: string;
+  readonly generation: number;
+  readonly module?: string;
+}
+
+export interface PluginReloadedEvent extends PluginInfo {
+  /** Duration of the synchronous swap, in ms. */
+  readonly swapMs: number;
+  /** Import + setup + swap, in ms. */
+  readonly reloadMs: number;
+}
+
+export interface PluginReloadFailedEvent {
+  readonly name: string;
+  readonly module?: string;
+  /** The generation still serving. */
+  readonly generation: number;
+  readonly failure: Failure;
+  readonly error: unknown;
+}
+
+declare module './bus.ts' {
+  interface HookMap {
+    'plugin/loaded': EmitHook<PluginInfo>;
+    'plugin/reloaded': EmitHook<PluginReloadedEvent>;
+    'plugin/reload-failed': EmitHook<PluginReloadFailedEvent>;
+    'plugin/unloaded': EmitHook<PluginInfo>;
+  }
+}
+
+interface Loaded {
+  readonly definition: PluginDefinition<any>;
+  readonly modulePath?: string;
+  readonly rawConfig: unknown;
+  readonly generation: number;
+  /** The plugin's place in listener registration order, kept across reloads. */
+  readonly order: number;
+  readonly fiber: Fiber;
+  readonly scope: Scope;
+}
+
+export class PluginHost {
+  private readonly kernel: Kernel;
+  private readonly baseDir: string;
+  private readonly loaded = new Map<string, Loaded>();
+  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly retiring = new Set<Promise<void>>();
+  /** load/reload/unload operations not settled yet (host.dispose waits for them). */
+  private readonly inflight = new Set<Promise<unknown>>();
+  private disposed = false;
+
+  constructor(kernel: Kernel, options: { baseDir?: string } = {}) {
+    this.kernel = kernel;
+    this.baseDir = options.baseDir ?? process.cwd();
+    for (const name of ['plugin/loaded', 'plugin/reloaded', 'plugin/reload-failed', 'plugin/unloaded']) kernel.bus.declare(name, 'emit');
+  }
+
+  /**
+   * Loads a plugin: import (for a module spec), validate config, run setup staged, commit.
+   * @throws HarnessError `PLUGIN_IMPORT_FAILED`, `INVALID_PLUGIN`, `DUPLICATE_PLUGIN`, `INVALID_CONFIG`,
+   *   `PLUGIN_SETUP_FAILED` (with the cause). Nothing of a failed load stays visible.
+   */
+  async load(spec: PluginSpec | PluginDefinition<any>): Promise<PluginInfo> {
+    return this.track(() => this.loadNow(spec));
+  }
+
+  private async loadNow(spec: PluginSpec | PluginDefinition<any>): Promise<PluginInfo> {
+    const normalized: PluginSpec = isPluginDefinition(spec) ? { plugin: spec } : spec;
+    if (typeof normalized !== 'object' || normalized === null || (normalized.module === undefined && normalized.plugin === undefined)) {
+      throw new HarnessError('INVALID_PLUGIN', 'A plugin spec needs a "module" path or a "plugin" definition (from definePlugin).');
+    }
+    if (normalized.plugin !== undefined && !isPluginDefinition(normalized.plugin)) {
+      throw new HarnessError('INVALID_PLUGIN', 'The "plugin" of a plugin spec must be made with definePlugin({ name, setup }).');
+    }
+    const modulePath = normalized.module === undefined ? undefined : this.resolvePath(normalized.module);
+    const definition = normalized.plugin ?? (await this.importDefinition(modulePath!));
+    return this.serialize(definition.name, async () => {
+      if (this.loaded.has(definition.name)) {
+        throw new HarnessError('DUPLICATE_PLUGIN', `Plugin "${definition.name}" is already loaded; unload it first or use reload("${definition.name}").`);
+      }
+      const next = await this.setUp(definition, modulePath, normalized.config, 1, this.kernel.bus.reserveOrder());
+      try {
+        next.scope.commit();
+      } catch (error) {
+        await next.fiber.dispose();
+        throw setupFailed(definition.name, error);
+      }
+      this.loaded.set(definition.name, next);
+      const info = this.info(next);
+      this.kernel.bus.emit('plugin/loaded', info);
+      return info;
+    });
+  }
+
+  /**
+   * Replaces a loaded plugin with a new generation (new module generation for a module spec, and
+   * optionally a new config). On failure the old generation keeps serving, `plugin/reload-failed`
+   * is emitted, and the promise rejects with the cause.
+   */
+  async reload(name: string, options: { config?: unknown } = {}): Promise<PluginInfo> {
+    return this.track(() => this.serialize(name, async () => {
+      const current = this.require(name);
+      const started = performance.now();
+      let next: Loaded;
+      try {
+        const definition = current.modulePath === undefined ? current.definition : await this.importDefinition(current.modulePath);
+        if (definition.name !== name) {
+          throw new HarnessError('PLUGIN_RENAMED', `The module of plugin "${name}" now exports plugin "${definition.name}"; a rename needs unload and load.`);
+        }
+        const rawConfig = 'config' in options ? options.config : current.rawConfig;
+        next = await this.setUp(definition, current.modulePath, rawConfig, current.generation + 1, current.order);
+      } catch (error) {
+        this.reloadFailed(current, error);
+        throw error;
+      }
+      // The swap: one synchronous section, so no dispatch sees no generation or a mix of two.
+      const swapStart = performance.now();
+      current.scope.detach();
+      try {
+        next.scope.commit();
+      } catch (error) {
+        current.scope.reattach();
+        await next.fiber.dispose();
+        const failure = setupFailed(name, error);
+        this.reloadFailed(current, failure);
+        throw failure;
+      }
+      this.loaded.set(name, next);
+      const swapMs = performance.now() - swapStart;
+      this.retire(current.fiber);
+      const info = this.info(next);
+      this.kernel.bus.emit('plugin/reloaded', { ...info, swapMs, reloadMs: performance.now() - started });
+      return info;
+    }));
+  }
+
+  /** Unloads a plugin: its registrations disappear at once; its fiber's disposers then run. */
+  async unload(name: string): Promise<void> {
+    await this.trackAlways(() => this.serialize(name, async () => {
+      const current = this.require(name);
+      this.loaded.delete(name);
+      current.scope.detach();
+      await current.fiber.dispose();
+      this.kernel.bus.emit('plugin/unloaded', this.info(current));
+    }));
+  }
+
+  has(name: string): boolean {
+    return this.loaded.has(name);
+  }
+
+  list(): PluginInfo[] {
+    return [...this.loaded.values()].map((entry) => this.info(entry));
+  }
+
+  /**
+   * Unloads every plugin, last loaded first, and waits for retired generations to finish. Loads and
+   * reloads already under way are waited for first (and then unloaded); later ones are refused with
+   * `HOST_DISPOSED`.
+   */
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+    for (const name of [...this.loaded.keys()].reverse()) await this.unload(name);
+    while (this.retiring.size > 0) await Promise.all([...this.retiring]);
+  }
+
+  /** Runs a load or reload, refused once the host is disposed; dispose waits for it. */
+  private track<T>(operation: () => Promise<T>): Promise<T> {
+    if (this.disposed) {
+      return Promise.reject(new HarnessError('HOST_DISPOSED', 'The plugin host is disposed; it loads and reloads no plugins.'));
+    }
+    return this.trackAlways(operation);
+  }
+
+  private trackAlways<T>(operation: () => Promise<T>): Promise<T> {
+    const result = operation();
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inflight.add(settled);
+    void settled.then(() => this.inflight.delete(settled));
+    return result;
+  }
+
+  private async setUp(definition: PluginDefinition<any>, modulePath: string | undefined, rawConfig: unknown, generation: number, order: number): Promise<Loaded> {
+    const config = parseConfig(definition, rawConfig);
+    const fiber = new Fiber(`plugin:${definition.name}#${generation}`, (d) => this.kernel.bus.report(d));
+    const scope = new Scope(fiber, { staged: true });
+    const ctx = this.kernel.createContext(scope, { name: definition.name, generation, order });
+    try {
+      await fiber.run(() => definition.setup(ctx, config));
+    } catch (error) {
+      await fiber.dispose();
+      throw setupFailed(definition.name, error);
+    }
+    return { definition, modulePath, rawConfig, generation, order, fiber, scope };
+  }
+
+  private async importDefinition(path: string): Promise<PluginDefinition<any>> {
+    const module = await importGeneration(path);
+    const candidate = module.default ?? module.plugin;
+    if (!isPluginDefinition(candidate)) {
+      throw new HarnessError('INVALID_PLUGIN', `Module ${path} does not export a plugin: make its default export the result of definePlugin({ name, setup }).`);
+    }
+    return candidate;
+  }
+
+  private resolvePath(path: string): string {
+    return isAbsolute(path) ? path : resolve(this.baseDir, path);
+  }
+
+  private require(name: string): Loaded {
+    const entry = this.loaded.get(name);
+    if (entry === undefined) {
+      const known = [...this.loaded.keys()].join(', ') || 'none';
+      throw new HarnessError('UNKNOWN_PLUGIN', `No plugin named "${name}" is loaded (loaded: ${known}).`);
+    }
+    return entry;
+  }
+
+  private info(entry: Loaded): PluginInfo {
+    return Object.freeze({ name: entry.definition.name, generation: entry.generation, ...(entry.modulePath ? { module: entry.modulePath } : {}) });
+  }
+
+  private reloadFailed(current: Loaded, error: unknown): void {
+    this.kernel.bus.emit('plugin/reload-failed', {
+      name: current.definition.name,
+      ...(current.modulePath ? { module: current.modulePath } : {}),
+      generation: current.generation,
+      failure: toFailure(error),
+      error,
+    });
+  }
+
+  /** Disposes a swapped-out generation in the background (its in-flight calls may still drain). */
+  private retire(fiber: Fiber): void {
+    const done = fiber.dispose().finally(() => this.retiring.delete(done));
+    this.retiring.add(done);
+  }
+
+  /** Operations on one plugin name run one after another. */
+  private serialize<T>(name: string, operation: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(name) ?? Promise.resolve();
+    const result = previous.then(operation, operation);
+    const tail = result.then(() => undefined, () => undefined);
+    this.queues.set(name, tail);
+    void tail.then(() => {
+      if (this.queues.get(name) === tail) this.queues.delete(name);
+    });
+    return result;
+  }
+}
+
+/**
+ * Validates a plugin's raw config with its zod schema.
+ * @throws HarnessError `INVALID_CONFIG` naming the plugin and each bad field's path.
+ */
+export function parseConfig<C>(definition: PluginDefinition<C>, raw: unknown): C {
+  if (definition.config === undefined) return raw as C;
+  const result = definition.config.safeParse(raw ?? {});
+  if (result.success) return result.data;
+  const issues = result.error.issues.map((issue) => ({
+    code: 'INVALID_CONFIG',
+    message: issue.message,
+    path: issue.path.filter((p): p is string | number => typeof p !== 'symbol'),
+  }));
+  const lines = issues.map((issue) => `  - ${issue.path.length ? issue.path.join('.') : '(config)'}: ${issue.message}`);
+  throw new HarnessError(
+    'INVALID_CONFIG',
+    `Plugin "${definition.name}" has an invalid config:\n${lines.join('\n')}\nFix these fields in the plugin's entry in harness.config.ts.`,
+    { issues, details: { plugin: definition.name } },
+  );
+}
+
+function setupFailed(name: string, error: unknown): HarnessError {
+  if (HarnessError.is(error) && (error.code === 'PLUGIN_SETUP_FAILED' || error.code === 'INVALID_CONFIG')) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new HarnessError('PLUGIN_SETUP_FAILED', `Setup of plugin "${name}" failed: ${message}`, {
+    cause: error,
+    details: { plugin: name, ...(HarnessError.is(error) ? { causeCode: error.code } : {}) },
+  });
+}

@@ -1,0 +1,361 @@
+/**
+ * `ctx.llm` (seed 002 14.3, DESIGN "ctx.llm"): adapter registration, `prepareCall`, and the
+ * `llm/stream` waterfall with its failure boundary and replay-state read discipline.
+ */
+import type { EmitHook, HookBus, WaterfallHook } from '../kernel/bus.ts';
+import type { Kernel } from '../kernel/context.ts';
+import { deepFreeze } from '../kernel/freeze.ts';
+import type { Scope } from '../kernel/fiber.ts';
+import type { AdapterDefaults, LlmAdapter, ReplayDegradeReport } from './adapter.ts';
+import { callConfigEquals, isAgentLoopRequest, markAgentLoopRequest, pickCallConfig, resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicyConfig } from './call-config.ts';
+import { LlmError, failureOf, llmFailure } from './errors.ts';
+import { AdapterRegistry, type AdapterRegistration, type AdapterRegistrationHandle, type AdaptersUpdatedEvent, type RouteInfo } from './registry.ts';
+import type { AssistantMessage, GenerateOptions, LlmCallConfig, Message, ModelInfo, ProviderInfo, ReplayEnvelope, StreamChunk } from './types.ts';
+
+declare module '../kernel/bus.ts' {
+  interface HookMap {
+    /** The model call (seed 002 14.3): wrap, replace or veto the stream. */
+    'llm/stream': WaterfallHook<GenerateOptions, AsyncIterable<StreamChunk>>;
+    /** The route table changed: emitted once after each synchronous section of changes (a microtask later). */
+    'llm/adapters-updated': EmitHook<AdaptersUpdatedEvent>;
+  }
+}
+
+/**
+ * A call frozen by {@link LlmService.prepareCall}: config, model metadata, defaults and retry policy,
+ * all resolved from one route registration, which it keeps even if the route is replaced later.
+ */
+export interface PreparedCall {
+  readonly config: LlmCallConfig;
+  readonly model: ModelInfo;
+  readonly provider: ProviderInfo;
+  readonly defaults: AdapterDefaults;
+  readonly retryPolicy: ResolvedRetryPolicy;
+  /** The route registration the call is bound to (changes when a reload re-registers the route). */
+  readonly registrationId: number;
+  /**
+   * Streams the call once through `llm/stream`. `options` must carry the same call config.
+   * @throws LlmError `INVALID_PREPARED_CALL` on a second call or a different config.
+   */
+  stream(options: GenerateOptions): AsyncIterable<StreamChunk>;
+}
+
+export interface PrepareOptions {
+  /** A retry-policy layer over the provider's own (e.g. from the harness config). */
+  retryPolicy?: RetryPolicyConfig;
+}
+
+/** The scoped `ctx.llm` a plugin receives. */
+export interface LlmContext {
+  /**
+   * Routes `providers` to `adapter` — atomically, as an effect of the calling plugin.
+   * @throws LlmError `INVALID_ROUTE`, `DUPLICATE_ADAPTER` (nothing changes).
+   */
+  registerAdapter(providers: readonly string[], adapter: LlmAdapter): AdapterRegistrationHandle;
+  prepareCall(config: LlmCallConfig, options?: PrepareOptions): Promise<PreparedCall>;
+  /** Dispatches `llm/stream`. Adapter failures arrive as one terminal `finish{error|aborted}`. */
+  stream(options: GenerateOptions): AsyncIterable<StreamChunk>;
+  routes(): readonly RouteInfo[];
+  hasRoute(provider: string): boolean;
+  /** The model catalog of one route (empty when the adapter has none). */
+  listModels(provider: string): Promise<readonly ModelInfo[]>;
+}
+
+declare module '../kernel/context.ts' {
+  interface PluginContext {
+    readonly llm: LlmContext;
+  }
+}
+
+interface Binding {
+  readonly registration: AdapterRegistration;
+  readonly provider: string;
+}
+
+export class LlmService {
+  readonly registry: AdapterRegistry;
+  private readonly bus: HookBus;
+  private readonly degraded = new WeakMap<Message, Set<string>>();
+
+  constructor(kernel: Kernel, options: { drainTimeoutMs?: number } = {}) {
+    this.bus = kernel.bus;
+    this.bus.declare('llm/stream', 'waterfall');
+    this.bus.declare('llm/adapters-updated', 'emit');
+    this.registry = new AdapterRegistry(this.bus, options.drainTimeoutMs);
+    kernel.extend((scope, owner) => ({ llm: this.contextFor(scope, owner) }));
+  }
+
+  contextFor(scope: Scope, owner: string): LlmContext {
+    return {
+      registerAdapter: (providers, adapter) => this.registry.create(providers, adapter, owner, (registration) => scope.register(registration)),
+      prepareCall: (config, options) => this.prepareCall(config, options),
+      stream: (options) => this.stream(options),
+      routes: () => this.registry.list(),
+      hasRoute: (provider) => this.registry.lookup(provider) !== undefined,
+      listModels: (provider) => this.listModels(provider),
+    };
+  }
+
+  /**
+   * Resolves a call from one route registration: exact model lookup, reasoning-effort check,
+   * adapter defaults and retry policy; all frozen.
+   * @throws LlmError `NO_ADAPTER`, `UNKNOWN_MODEL`, `UNSUPPORTED_REASONING_EFFORT`.
+   */
+  async prepareCall(input: LlmCallConfig, options: PrepareOptions = {}): Promise<PreparedCall> {
+    const registration = this.requireRoute(input.provider);
+    const adapter = registration.adapter;
+    const provider = input.provider;
+    const model = await this.resolveModel(adapter, provider, input.model);
+    const defaults = deepFreeze({ ...(adapter.defaults?.(provider) ?? {}) });
+    // A provider-wide default effort applies only to models that accept it; an explicit one is checked below.
+    const defaultEffort = defaults.reasoningEffort !== undefined && model.reasoningEfforts?.includes(defaults.reasoningEffort) ? defaults.reasoningEffort : undefined;
+    const config = pickCallConfig({
+      ...input,
+      reasoningEffort: input.reasoningEffort ?? defaultEffort ?? model.defaultReasoningEffort,
+      temperature: input.temperature ?? defaults.temperature,
+      maxTokens: input.maxTokens ?? defaults.maxTokens,
+    });
+    if (config.reasoningEffort !== undefined && !(model.reasoningEfforts ?? []).includes(config.reasoningEffort)) {
+      const accepted = model.reasoningEfforts?.length ? `It accepts: ${model.reasoningEfforts.join(', ')}.` : 'It takes no reasoning effort.';
+      throw new LlmError('UNSUPPORTED_REASONING_EFFORT', `Model "${model.id}" on provider "${provider}" does not support reasoning effort "${config.reasoningEffort}". ${accepted}`, {
+        details: { provider, model: model.id, reasoningEffort: config.reasoningEffort },
+      });
+    }
+    const retryPolicy = resolveRetryPolicy(adapter.providerRetryPolicy?.(provider), options.retryPolicy);
+    const providerInfo = deepFreeze(adapter.providerInfo?.(provider) ?? { provider, kind: registration.kind });
+    const binding: Binding = { registration, provider };
+    let used = false;
+    const service = this;
+    return Object.freeze({
+      config,
+      model,
+      provider: providerInfo,
+      defaults,
+      retryPolicy,
+      registrationId: registration.id,
+      stream(streamOptions: GenerateOptions): AsyncIterable<StreamChunk> {
+        if (used) throw new LlmError('INVALID_PREPARED_CALL', 'A prepared call streams once; prepare a new call to try again.');
+        if (!callConfigEquals(config, streamOptions)) {
+          throw new LlmError('INVALID_PREPARED_CALL', `A prepared call must be streamed with the config it was prepared with (${describeConfig(config)}), got ${describeConfig(pickCallConfig(streamOptions))}.`);
+        }
+        used = true;
+        return service.dispatch(streamOptions, binding);
+      },
+    });
+  }
+
+  /** Dispatches `llm/stream`; the route is chosen at the innermost step (after middleware). */
+  stream(options: GenerateOptions): AsyncIterable<StreamChunk> {
+    return this.dispatch(options, undefined);
+  }
+
+  async listModels(provider: string): Promise<readonly ModelInfo[]> {
+    const registration = this.requireRoute(provider);
+    return deepFreeze([...((await registration.adapter.listModels?.(provider)) ?? [])]);
+  }
+
+  private dispatch(options: GenerateOptions, binding: Binding | undefined): AsyncIterable<StreamChunk> {
+    return this.bus.waterfall('llm/stream', options, (final) => this.adapterStream(final, binding));
+  }
+
+  /**
+   * The innermost step: the failure boundary (seed 002 14.3 "终局边界"). Whatever the adapter does,
+   * its stream ends with exactly one `finish` and nothing after it:
+   * - route selection, replay discipline, `stream()` and `next()` failures → `finish{error|aborted}`;
+   * - the adapter ending without a finish → `finish{error, MALFORMED_RESPONSE}` (a body that ends
+   *   without its terminal frame is a truncated response, not a clean stop);
+   * - a value that is not a chunk → `finish{error, MALFORMED_RESPONSE}`;
+   * - once the signal fired, anything but the adapter's own `finish{aborted}` → `finish{aborted}`.
+   * Unless the adapter iterator ended or threw by itself, its `return()` is called (consumer exit,
+   * abort, a finish or a malformed value), so the adapter can release its request.
+   */
+  private async *adapterStream(options: GenerateOptions, binding: Binding | undefined): AsyncGenerator<StreamChunk> {
+    const signal = options.signal;
+    let iterator: AsyncIterator<StreamChunk>;
+    let exit: (() => void) | undefined;
+    try {
+      const registration = binding !== undefined && binding.provider === options.provider ? binding.registration : this.requireRoute(options.provider);
+      if (signal?.aborted) throw signal.reason ?? new LlmError('ABORTED', 'The request was aborted before it started.');
+      const request = this.applyReplayDiscipline(options, registration);
+      exit = registration.enter();
+      iterator = registration.adapter.stream(request)[Symbol.asyncIterator]();
+    } catch (error) {
+      exit?.();
+      yield failureChunk(error, signal);
+      return;
+    }
+    /** The adapter iterator neither completed nor threw: it may still hold a request. */
+    let open = true;
+    try {
+      for (;;) {
+        if (signal?.aborted) {
+          yield failureChunk(signal.reason, signal);
+          return;
+        }
+        let step: IteratorResult<StreamChunk>;
+        try {
+          step = await iterator.next();
+        } catch (error) {
+          open = false;
+          yield failureChunk(error, signal);
+          return;
+        }
+        if (step.done) {
+          open = false;
+          yield failureChunk(
+            signal?.aborted ? signal.reason : new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${options.provider}" ended its stream without a finish chunk.`),
+            signal,
+          );
+          return;
+        }
+        const chunk = step.value as StreamChunk | null | undefined;
+        if (typeof chunk !== 'object' || chunk === null || typeof chunk.type !== 'string' || (chunk.type === 'finish' && typeof chunk.finish?.kind !== 'string')) {
+          yield failureChunk(new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${options.provider}" yielded ${describeValue(chunk)} instead of a stream chunk.`), signal);
+          return;
+        }
+        if (signal?.aborted && !(chunk.type === 'finish' && chunk.finish?.kind === 'aborted')) {
+          yield failureChunk(signal.reason, signal);
+          return;
+        }
+        yield chunk;
+        if (chunk.type === 'finish') return;
+      }
+    } finally {
+      try {
+        if (open) await closeQuietly(iterator);
+      } finally {
+        // Only now may a swapped-out generation drain: the adapter has released its request.
+        exit();
+      }
+    }
+  }
+
+  /**
+   * Replay-state read discipline: stored content is authoritative; replay state the target adapter
+   * cannot use is dropped from that message only and reported (once per message and provider).
+   */
+  private applyReplayDiscipline(options: GenerateOptions, registration: AdapterRegistration): GenerateOptions {
+    const messages = options.messages;
+    let out: Message[] | undefined;
+    for (let i = 0; i < messages.length; i++) {
+      const message = messages[i]!;
+      if (message.source.kind !== 'model' || message.source.replayState === undefined) continue;
+      const reason = this.replayProblem(message as AssistantMessage, options.provider, registration.adapter);
+      if (reason === undefined) continue;
+      out ??= messages.slice();
+      const { replayState: _dropped, ...source } = message.source;
+      out[i] = deepFreeze({ ...message, source });
+      this.reportDegrade(message as AssistantMessage, reason, options, registration);
+    }
+    if (out === undefined) return options;
+    const copy: GenerateOptions = { ...options, messages: out };
+    return isAgentLoopRequest(options) ? markAgentLoopRequest(copy) : copy;
+  }
+
+  private replayProblem(message: AssistantMessage, provider: string, adapter: LlmAdapter): { reason: ReplayDegradeReport['reason']; detail: string } | undefined {
+    const envelope = message.source.replayState as unknown as ReplayEnvelope | null;
+    if (message.source.provider !== provider) return { reason: 'other-provider', detail: `it was made by provider "${message.source.provider}"` };
+    // Journals are JSON: a `null` or otherwise broken envelope must degrade, not fail every request.
+    if (typeof envelope !== 'object' || envelope === null) return { reason: 'malformed', detail: 'it is not an object' };
+    const format = adapter.replayFormat;
+    const response = envelope.response as { kind?: unknown; version?: unknown } | null;
+    if (format === undefined) return { reason: 'other-kind', detail: 'the adapter reads no replay state' };
+    if (typeof response !== 'object' || response === null) return { reason: 'malformed', detail: 'its response part is not an object' };
+    if (response.kind !== format.kind) return { reason: 'other-kind', detail: `it is of kind "${String(response.kind)}", the adapter reads "${format.kind}"` };
+    if (response.version !== format.version) return { reason: 'other-version', detail: `it is version ${String(response.version)}, the adapter reads ${format.version}` };
+    if (envelope.blocks !== undefined && (!Array.isArray(envelope.blocks) || envelope.blocks.length !== message.content.length)) {
+      return { reason: 'misaligned', detail: `it has ${Array.isArray(envelope.blocks) ? envelope.blocks.length : 'no'} block entries for ${message.content.length} blocks` };
+    }
+    let malformed: string | undefined;
+    try {
+      malformed = adapter.validateReplayState?.(envelope, message);
+    } catch (error) {
+      malformed = `the adapter's validateReplayState threw: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    return malformed === undefined ? undefined : { reason: 'malformed', detail: malformed };
+  }
+
+  private reportDegrade(message: AssistantMessage, problem: { reason: ReplayDegradeReport['reason']; detail: string }, options: GenerateOptions, registration: AdapterRegistration): void {
+    let seen = this.degraded.get(message);
+    if (seen === undefined) this.degraded.set(message, (seen = new Set()));
+    const key = `${options.provider}\u0000${problem.reason}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    const text = `Replay state of message ${message.id} was not sent to provider "${options.provider}": ${problem.detail}. The message goes as plain content.`;
+    const report: ReplayDegradeReport = deepFreeze({
+      provider: options.provider,
+      model: options.model,
+      messageId: message.id,
+      reason: problem.reason,
+      failure: llmFailure('INVALID_REPLAY_STATE', text, { messageId: message.id, reason: problem.reason }),
+    });
+    try {
+      registration.adapter.onReplayDegrade?.(report);
+    } catch (error) {
+      this.bus.report({ level: 'error', code: 'OBSERVER_FAILED', source: `adapter:${options.provider}`, message: `onReplayDegrade threw: ${String(error)}`, error });
+    }
+    this.bus.report({ level: 'warning', code: 'INVALID_REPLAY_STATE', source: `llm:${options.provider}`, message: text });
+  }
+
+  private requireRoute(provider: string): AdapterRegistration {
+    const registration = this.registry.lookup(provider);
+    if (registration === undefined) {
+      const known = this.registry.providers();
+      throw new LlmError('NO_ADAPTER', `No adapter serves provider "${provider}". ${known.length ? `Known providers: ${known.join(', ')}.` : 'No provider is registered: load an adapter plugin.'}`, {
+        details: { provider },
+      });
+    }
+    return registration;
+  }
+
+  private async resolveModel(adapter: LlmAdapter, provider: string, modelId: string): Promise<ModelInfo> {
+    if (adapter.resolveModel !== undefined) {
+      const found = await adapter.resolveModel(provider, modelId);
+      if (found === undefined) throw await this.unknownModel(adapter, provider, modelId);
+      return deepFreeze({ ...found });
+    }
+    if (adapter.listModels !== undefined) {
+      const found = (await adapter.listModels(provider)).find((model) => model.id === modelId);
+      if (found === undefined) throw await this.unknownModel(adapter, provider, modelId);
+      return deepFreeze({ ...found });
+    }
+    return deepFreeze({ id: modelId });
+  }
+
+  private async unknownModel(adapter: LlmAdapter, provider: string, modelId: string): Promise<LlmError> {
+    let known: string[] = [];
+    try {
+      known = ((await adapter.listModels?.(provider)) ?? []).map((model) => model.id);
+    } catch {
+      // listing is only for the message
+    }
+    return new LlmError('UNKNOWN_MODEL', `Provider "${provider}" has no model "${modelId}".${known.length ? ` Known models: ${known.join(', ')}.` : ''} Add it to the provider's model catalog in harness.config.ts.`, {
+      details: { provider, model: modelId },
+    });
+  }
+}
+
+function failureChunk(error: unknown, signal: AbortSignal | undefined): StreamChunk {
+  const failure = failureOf(error, signal);
+  const kind = signal?.aborted || failure.code === 'ABORTED' ? 'aborted' : 'error';
+  const normalized = kind === 'aborted' && failure.code !== 'ABORTED' ? llmFailure('ABORTED', failure.message) : failure;
+  return deepFreeze({ type: 'finish', finish: { kind, failure: normalized } }) as StreamChunk;
+}
+
+async function closeQuietly(iterator: AsyncIterator<StreamChunk> | undefined): Promise<void> {
+  try {
+    await iterator?.return?.();
+  } catch {
+    // the adapter failed while releasing its request; the stream already ended
+  }
+}
+
+function describeValue(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  if (typeof value !== 'object') return `a ${typeof value}`;
+  return (value as { type?: unknown }).type === 'finish' ? 'a finish chunk without a finish reason' : 'an object without a string "type"';
+}
+
+function describeConfig(config: LlmCallConfig): string {
+  return JSON.stringify(config);
+}

@@ -1,0 +1,150 @@
+/**
+ * Session events (DESIGN "Sessions and the journal"): the append-only record of everything a
+ * session did. Envelope `{seq, type, atMs, data}`, `seq` contiguous from 1. Event types are declared
+ * by declaration merging on {@link SessionEventMap}; a reader refuses an unknown type unless the
+ * record says `"ignorable": true`.
+ */
+import type { SinkHook } from '../kernel/bus.ts';
+import type {
+  AssistantMessage,
+  CallId,
+  FinishReason,
+  LlmCallConfig,
+  LlmFailure,
+  Message,
+  StreamChunk,
+  TokenUsage,
+  ToolResultMessage,
+  ToolSpec,
+  UserMessage,
+} from '../llm/types.ts';
+
+/** Why a turn ended. */
+export type TurnEndReason = 'completed' | 'aborted' | 'error' | 'max-tokens' | 'interrupted';
+
+/** What a request was sent with, journaled when it changes (binds the journal to the dispatch). */
+export interface RequestHeader {
+  readonly config: LlmCallConfig;
+  readonly system?: string;
+  readonly tools: readonly ToolSpec[];
+  /** The adapter kind that served the route when the header was written. */
+  readonly adapterKind?: string;
+}
+
+/** Who made an approval decision: a policy name, `user`, `no-approver`, `approver-threw`. */
+export type ApprovalDecider = string;
+
+declare global {
+  namespace Harness {
+    /**
+     * Event types added by plugins (`type` → `data`):
+     * `declare global { namespace Harness { interface SessionEventMap { 'todo/write': { items: string[] } } } }`.
+     */
+    interface SessionEventMap {}
+  }
+}
+
+/** The core event types plus `Harness.SessionEventMap`. */
+export interface SessionEventMap extends Harness.SessionEventMap {
+  'turn/start': { readonly turn: number };
+  'turn/end': { readonly turn: number; readonly reason: TurnEndReason; readonly failure?: LlmFailure };
+  'step/start': { readonly turn: number; readonly step: number };
+  'step/end': { readonly turn: number; readonly step: number };
+  /** A message entering the surface from the user or a plugin. */
+  'user/message': { readonly turn?: number; readonly message: UserMessage };
+  'request/header': { readonly header: RequestHeader; readonly reason: 'initial' | 'resume' | 'change' };
+  /** One raw stream chunk; the finish chunk keeps the full replay envelope. */
+  'assistant/chunk': { readonly turn: number; readonly step: number; readonly chunk: StreamChunk };
+  /**
+   * The assembled reply (its `source.replayState` pruned in lock-step with its content). `interrupted`
+   * marks the kept prefix of a cancelled stream.
+   */
+  'assistant/message': {
+    readonly turn: number;
+    readonly step: number;
+    readonly message: AssistantMessage;
+    readonly finish: FinishReason;
+    readonly usage?: TokenUsage;
+    readonly interrupted?: true;
+  };
+  /** A complete tool call, before approval. */
+  'tool/call': { readonly turn: number; readonly step: number; readonly callId: CallId; readonly name: string; readonly arguments: string };
+  'approval/decided': {
+    readonly turn: number;
+    readonly step: number;
+    readonly callId: CallId;
+    readonly decision: 'allow' | 'deny';
+    readonly decidedBy: ApprovalDecider;
+    readonly reason?: string;
+  };
+  /** The tool body is about to run (journaled with a checkpoint, so a crash after it is "outcome unknown"). */
+  'tool/start': { readonly turn: number; readonly step: number; readonly callId: CallId };
+  /** A piece of streamed tool output (not part of the surface). Ignorable. */
+  'tool/output': { readonly turn: number; readonly step: number; readonly callId: CallId; readonly text: string };
+  'tool/result': {
+    readonly turn: number;
+    readonly step: number;
+    readonly callId: CallId;
+    readonly message: ToolResultMessage;
+    readonly durationMs?: number;
+    /** Set by crash repair: `TOOL_NOT_STARTED` or `TOOL_OUTCOME_UNKNOWN`; or by close-out: `TIMEOUT`, `ABORTED`, … */
+    readonly code?: string;
+  };
+  /** A model call failed and will be retried after `delayMs` (seed 002 14.4). */
+  'llm/retry': { readonly turn: number; readonly step: number; readonly attempt: number; readonly maxRetries: number; readonly delayMs: number; readonly failure: LlmFailure };
+  /** Replaces surface messages `[start, end)` with `messages` (compaction). */
+  'surface/replace': { readonly start: number; readonly end: number; readonly messages: readonly Message[] };
+  'compaction/start': { readonly trigger: 'threshold' | 'context-window-exceeded' | 'request'; readonly messageCount: number; readonly estimatedTokens?: number };
+  'compaction/summary': { readonly summary: string; readonly provider: string; readonly model: string; readonly usage?: TokenUsage };
+  'compaction/end': { readonly outcome: 'compacted' | 'failed'; readonly failure?: LlmFailure; readonly keptMessageCount?: number };
+  'session/title': { readonly title: string };
+}
+
+export type SessionEventType = keyof SessionEventMap & string;
+
+/** One journal record. `ignorable` records may be skipped by a reader that does not know their type. */
+export interface SessionEvent<T extends SessionEventType = SessionEventType> {
+  readonly seq: number;
+  readonly type: T;
+  readonly atMs: number;
+  readonly data: SessionEventMap[T];
+  readonly ignorable?: true;
+}
+
+/** Any event, discriminated by `type`. */
+export type AnySessionEvent = { [T in SessionEventType]: SessionEvent<T> }[SessionEventType];
+
+/** Journal line 1. `parent`/`forkSeq` name the source of a fork. */
+export interface SessionHeader {
+  readonly type: 'session';
+  readonly version: 1;
+  readonly id: string;
+  readonly createdAtMs: number;
+  readonly cwd?: string;
+  readonly parent?: { readonly sessionId: string; readonly seq: number };
+  /**
+   * Where an imported session came from: its format (`dsh`), file, and (added by the session
+   * module) the original session id and the original header's other fields.
+   */
+  readonly importedFrom?: {
+    readonly format: string;
+    readonly path: string;
+    readonly sessionId?: string;
+    readonly header?: { readonly [key: string]: unknown };
+  };
+}
+
+/** `session/event` sink payload: every appended event, in order, with its session. */
+export interface SessionEventDelivery {
+  readonly sessionId: string;
+  readonly event: AnySessionEvent;
+}
+
+declare module '../kernel/bus.ts' {
+  interface HookMap {
+    'session/event': SinkHook<SessionEventDelivery>;
+  }
+}
+
+/** Re-exported for readers of event data. */
+export type { AssistantMessage, Message, ToolResultMessage, UserMessage };

@@ -1,0 +1,31 @@
+/**
+ * Sessions and the journal (DESIGN "Sessions and the journal"): events, the fold, the JSONL store
+ * with crash repair, replay (read, fold, state at a seq, fork, list, recorded calls) and the
+ * DeepSeek Harness import.
+ */
+import { runtimeExtensions } from '../extensions.ts';
+
+export * from './events.ts';
+export * from './types.ts';
+export { assertLosslessJson, isLosslessJson } from './json.ts';
+export { registerEventType, isKnownEventType, CORE_EVENT_TYPES, type EventReducer, type EventTypeOptions, type Surface } from './registry.ts';
+export { initialState, reduceEvent, foldEvents, foldEventsAsync, stateAt, Folder } from './fold.ts';
+export { resolveSessionPath, sessionsDir, journalPath, assertSessionId, dataDirOf } from './paths.ts';
+export {
+  JOURNAL_FORMAT_VERSION,
+  readJournal,
+  readJournalHeader,
+  openSession,
+  foldJournal,
+  type ReadJournalOptions,
+  type OpenedSession,
+  type OpenSessionOptions,
+  type SkippedLine,
+} from './reader.ts';
+export { createJournal, openJournal, serializeEvent, type CreateJournalOptions, type OpenJournalOptions, type OpenedJournal, type JournalIoOptions } from './journal.ts';
+export { planRepair, needsRepair, unansweredToolCalls, type PlannedEvent } from './repair.ts';
+export { forkSession, listSessions, recordedCalls, type ForkOptions, type SessionSummary, type RecordedCall } from './replay.ts';
+export { importDshSession, writeImportedSession, type DshImport, type AssemblerMismatch, type WriteImportedOptions } from './import-dsh.ts';
+
+// Every harness has the `session/event` sink (journals deliver every appended event on it).
+runtimeExtensions.push(({ kernel }) => kernel.bus.declare('session/event', 'sink'));

@@ -1,0 +1,58 @@
+/**
+ * Where journals live: `<dataDir>/sessions/<sessionId>.jsonl` (DESIGN "Sessions and the journal").
+ */
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { HarnessError } from '../kernel/errors.ts';
+
+/**
+ * The data directory: an explicit one (resolved from the working directory), else `$HARNESS_HOME`,
+ * else `~/.harness` — the same rule as `resolveDataDir` in harness.ts, restated here so that the
+ * journal modules load without the kernel and plugin host (a crash-test writer or a session lister
+ * starts fast).
+ */
+export function dataDirOf(explicit?: string): string {
+  if (explicit !== undefined) return resolve(explicit);
+  const home = process.env.HARNESS_HOME;
+  if (home) return resolve(home);
+  return join(homedir(), '.harness');
+}
+
+/** Session ids are file names: letters, digits, `.`, `_`, `-` (no separators), at most 200 chars. */
+const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+
+/** @throws HarnessError `INVALID_SESSION_ID` when `id` cannot be a journal file name. */
+export function assertSessionId(id: string): void {
+  if (typeof id !== 'string' || !SESSION_ID.test(id)) {
+    throw new HarnessError('INVALID_SESSION_ID', `Session id ${JSON.stringify(id)} cannot name a journal: use letters, digits, ".", "_" or "-" (at most 200).`);
+  }
+}
+
+export function isSessionId(id: string): boolean {
+  return typeof id === 'string' && SESSION_ID.test(id);
+}
+
+/** `<dataDir>/sessions`; `dataDir` defaults to `$HARNESS_HOME`, else `~/.harness`. */
+export function sessionsDir(dataDir?: string): string {
+  return join(dataDirOf(dataDir), 'sessions');
+}
+
+/** The journal path of a session id. */
+export function journalPath(id: string, dataDir?: string): string {
+  assertSessionId(id);
+  return join(sessionsDir(dataDir), `${id}.jsonl`);
+}
+
+/**
+ * A session id → `<dataDir>/sessions/<id>.jsonl`; anything that looks like a path (contains a
+ * separator or ends in `.jsonl`) → that path, resolved from the working directory.
+ */
+export function resolveSessionPath(idOrPath: string, dataDir?: string): string {
+  if (typeof idOrPath !== 'string' || idOrPath === '') {
+    throw new HarnessError('INVALID_SESSION_ID', 'Give a session id or a journal path.');
+  }
+  if (isAbsolute(idOrPath) || idOrPath.includes('/') || idOrPath.includes('\\') || idOrPath.endsWith('.jsonl')) return resolve(idOrPath);
+  return journalPath(idOrPath, dataDir);
+}
+
+export const lockPathOf = (path: string): string => `${path}.lock`;

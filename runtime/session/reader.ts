@@ -1,0 +1,426 @@
+/**
+ * Reading journals (DESIGN "Sessions and the journal", "Replay": read → fold → state at any seq).
+ *
+ * Every reader streams the file line by line (memory does not grow with the file) and applies the
+ * same rules:
+ * - line 1 is the header; an unreadable one is `JOURNAL_HEADER`, another `version` is
+ *   `JOURNAL_VERSION` (naming the version found and the one this build reads);
+ * - each other line is one event with `seq` contiguous from 1;
+ * - a last line with no `\n`, or an unparseable last line, is a torn tail: a crash cut the last
+ *   write. Readers skip it (and say so); `openJournal` moves it aside to a sidecar file;
+ * - a bad line anywhere else is `JOURNAL_CORRUPT` naming the file and line — unless `salvage`,
+ *   a read-only mode that skips it and reports it;
+ * - an unknown event type that is not `"ignorable": true` is `UNKNOWN_EVENT_TYPE`.
+ * Readers never modify the file.
+ */
+import { deepFreeze } from '../kernel/freeze.ts';
+import { HarnessError } from '../kernel/errors.ts';
+import { BlockAssembler } from '../llm/assembler.ts';
+import type { FinishReason, StreamChunk } from '../llm/types.ts';
+import type { AnySessionEvent, SessionHeader } from './events.ts';
+import { Folder, initialState } from './fold.ts';
+import { lineBatches, readFirstLine, scanLines, type RawLine } from './lines.ts';
+import { resolveSessionPath } from './paths.ts';
+import type { SessionState } from './types.ts';
+
+/** The journal format version this build reads and writes. */
+export const JOURNAL_FORMAT_VERSION = 1;
+
+/** A line a salvage read skipped, or the torn tail a reader left out. */
+export interface SkippedLine {
+  readonly lineNumber: number;
+  /** Byte range in the file. */
+  readonly start: number;
+  readonly end: number;
+  readonly reason: string;
+}
+
+/** Parses and checks a header line. @throws HarnessError `JOURNAL_HEADER`, `JOURNAL_VERSION`. */
+export function parseHeaderLine(text: string | undefined, path: string, terminated = true): SessionHeader {
+  if (text === undefined) {
+    throw new HarnessError('JOURNAL_HEADER', `${path}:1: the journal is empty; line 1 must be a session header {"type":"session","version":${JOURNAL_FORMAT_VERSION},"id":…}.`, { details: { path, line: 1 } });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new HarnessError(
+      'JOURNAL_HEADER',
+      `${path}:1: the header line is not JSON${terminated ? '' : ' (and has no line end: the file was cut while it was created)'} (${(error as Error).message}). This file is not a readable Harness journal; the file was left as it is.`,
+      { details: { path, line: 1 } },
+    );
+  }
+  const header = value as Partial<SessionHeader> & Record<string, unknown>;
+  if (typeof header !== 'object' || header === null || Array.isArray(header) || header.type !== 'session') {
+    throw new HarnessError('JOURNAL_HEADER', `${path}:1: line 1 is not a session header (it needs "type":"session"). This file is not a Harness journal; the file was left as it is.`, {
+      details: { path, line: 1 },
+    });
+  }
+  if (header.version !== JOURNAL_FORMAT_VERSION) {
+    const found = JSON.stringify(header.version);
+    const dsh = header.version === 0 && 'delegationDepth' in header;
+    const direction =
+      typeof header.version === 'number' && header.version > JOURNAL_FORMAT_VERSION
+        ? `It was written by a newer Harness: upgrade Harness to a version that reads journal version ${header.version}.`
+        : dsh
+          ? 'It looks like a DeepSeek Harness session (format version 0): import it with `harness import dsh <file>` (importDshSession / writeImportedSession).'
+          : `Convert it with the Harness version that wrote it, or upgrade Harness.`;
+    throw new HarnessError('JOURNAL_VERSION', `${path}:1: journal format version ${found}; this build reads version ${JOURNAL_FORMAT_VERSION}. ${direction} The file was left as it is.`, {
+      details: { path, line: 1, version: header.version ?? null, supported: JOURNAL_FORMAT_VERSION },
+    });
+  }
+  if (typeof header.id !== 'string' || header.id === '' || typeof header.createdAtMs !== 'number') {
+    throw new HarnessError('JOURNAL_HEADER', `${path}:1: the session header needs a string "id" and a number "createdAtMs". The file was left as it is.`, { details: { path, line: 1 } });
+  }
+  return header as SessionHeader;
+}
+
+/** Parses one event line: the event, or why it is not one. */
+export function parseEventLine(text: string): AnySessionEvent | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return `not JSON (${(error as Error).message})`;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'not a JSON object';
+  const event = value as { seq?: unknown; type?: unknown; atMs?: unknown; data?: unknown; ignorable?: unknown };
+  if (typeof event.seq !== 'number' || !Number.isInteger(event.seq) || event.seq < 1) return 'no positive integer "seq"';
+  if (typeof event.type !== 'string' || event.type === '') return 'no string "type"';
+  if (typeof event.atMs !== 'number') return 'no number "atMs"';
+  if (!('data' in event)) return 'no "data"';
+  if (event.ignorable !== undefined && event.ignorable !== true) return '"ignorable" is neither true nor absent';
+  return value as AnySessionEvent;
+}
+
+/** The model call a scan ended in the middle of (for crash repair): its chunks, assembled. */
+export interface LiveCall {
+  readonly turn: number;
+  readonly step: number;
+  readonly assembler: BlockAssembler;
+  /** The finish of the call, when its finish chunk was journaled. */
+  finish: FinishReason | undefined;
+  chunkCount: number;
+}
+
+export interface ScanOptions {
+  /** Skip (and report) corrupt lines instead of failing. Read-only callers only. */
+  readonly salvage?: boolean;
+  /** Stop after the event with this seq. */
+  readonly stopAtSeq?: number;
+  /** Called for every event (before it is folded). `raw` is its line text. */
+  readonly onEvent?: (event: AnySessionEvent, raw: RawLine) => void;
+  /** Fold the events (default true). */
+  readonly fold?: boolean;
+  /** Follow the last model call's chunks (for repair). */
+  readonly trackLiveCall?: boolean;
+}
+
+export interface ScanResult {
+  readonly path: string;
+  readonly header: SessionHeader;
+  readonly headerLine: RawLine;
+  readonly state: SessionState;
+  /** Seq of the last event read (0 for none). */
+  readonly lastSeq: number;
+  readonly eventCount: number;
+  /** Byte offset just past the last complete line kept. */
+  readonly keptBytes: number;
+  /** File size read. */
+  readonly size: number;
+  /** A torn last line (left out of the fold). */
+  readonly tornTail?: SkippedLine;
+  /** Lines a salvage read skipped. */
+  readonly skipped: readonly SkippedLine[];
+  readonly liveCall?: LiveCall;
+  /** Seq of the `turn/start` of the turn still open at the end, if any. */
+  readonly openTurnSeq?: number;
+}
+
+/**
+ * Reads a journal once, streaming: checks header and lines, folds (one immer draft), and notes what
+ * a repair needs. Never writes.
+ * @throws HarnessError `JOURNAL_NOT_FOUND`, `JOURNAL_HEADER`, `JOURNAL_VERSION`, `JOURNAL_CORRUPT`,
+ *   `UNKNOWN_EVENT_TYPE` (file and line in the message and `failure.path` / `failure.line`).
+ */
+export async function scanJournal(path: string, options: ScanOptions = {}): Promise<ScanResult> {
+  const salvage = options.salvage === true;
+  const fold = options.fold !== false;
+  const track = options.trackLiveCall === true;
+  let header: SessionHeader | undefined;
+  let headerLine: RawLine | undefined;
+  let folder: Folder | undefined;
+  let lastSeq = 0;
+  let eventCount = 0;
+  let keptBytes = 0;
+  let pendingBad: SkippedLine | undefined;
+  let tornTail: SkippedLine | undefined;
+  let liveCall: LiveCall | undefined;
+  let openTurnSeq: number | undefined;
+  const skipped: SkippedLine[] = [];
+
+  const corrupt = (bad: SkippedLine): void => {
+    if (salvage) {
+      skipped.push(bad);
+      return;
+    }
+    throw corruptError(path, bad);
+  };
+
+  let scan;
+  try {
+    scan = await scanLines(path, (line) => {
+      if (header === undefined) {
+        header = parseHeaderLine(line.text, path, line.terminated);
+        if (!line.terminated) {
+          throw new HarnessError('JOURNAL_HEADER', `${path}:1: the header line has no line end (the file was cut while it was created). The file was left as it is.`, { details: { path, line: 1 } });
+        }
+        headerLine = line;
+        keptBytes = line.end;
+        folder = new Folder(initialState(header.id));
+        return;
+      }
+      if (pendingBad !== undefined) {
+        corrupt(pendingBad);
+        pendingBad = undefined;
+      }
+      if (!line.terminated) {
+        tornTail = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: 'the last line has no line end (a write was cut)' };
+        return;
+      }
+      const parsed = parseEventLine(line.text);
+      if (typeof parsed === 'string') {
+        pendingBad = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: parsed };
+        return;
+      }
+      const expected = lastSeq + 1;
+      if (parsed.seq !== expected && !(salvage && parsed.seq > lastSeq)) {
+        pendingBad = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: `seq ${parsed.seq} where ${expected} was expected` };
+        // A seq error is never a torn write: report it at once.
+        corrupt(pendingBad);
+        pendingBad = undefined;
+        return;
+      }
+      try {
+        options.onEvent?.(parsed, line);
+        if (fold) folder!.apply(parsed);
+      } catch (error) {
+        if (HarnessError.is(error) && (error.code === 'UNKNOWN_EVENT_TYPE' || error.code === 'INVALID_EVENT_DATA')) {
+          if (salvage) {
+            skipped.push({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: error.message });
+            return;
+          }
+          throw new HarnessError(error.code, `${path}:${line.lineNumber}: ${error.message} The file was left as it is.`, {
+            details: { ...error.failure, path, line: line.lineNumber },
+            cause: error,
+          });
+        }
+        throw error;
+      }
+      lastSeq = parsed.seq;
+      eventCount++;
+      keptBytes = line.end;
+      if (track) {
+        const type = parsed.type;
+        if (type === 'assistant/chunk') {
+          const { turn, step, chunk } = parsed.data as { turn: number; step: number; chunk: StreamChunk };
+          if (liveCall === undefined || liveCall.finish !== undefined || liveCall.turn !== turn || liveCall.step !== step) {
+            liveCall = { turn, step, assembler: new BlockAssembler(), finish: undefined, chunkCount: 0 };
+          }
+          try {
+            liveCall.assembler.push(chunk);
+          } catch {
+            // a malformed chunk adds nothing to what a repair can keep
+          }
+          liveCall.chunkCount++;
+          if (chunk?.type === 'finish') liveCall.finish = chunk.finish;
+        } else if (type === 'turn/start') {
+          liveCall = undefined;
+          openTurnSeq = parsed.seq;
+        } else if (type === 'turn/end') {
+          liveCall = undefined;
+          openTurnSeq = undefined;
+        } else if (type === 'step/start' || type === 'step/end' || type === 'llm/retry' || type === 'assistant/message') {
+          liveCall = undefined;
+        }
+      }
+      if (options.stopAtSeq !== undefined && lastSeq >= options.stopAtSeq) return false;
+    });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException)?.code === 'ENOENT') {
+      throw new HarnessError('JOURNAL_NOT_FOUND', `No journal at ${path}.`, { details: { path } });
+    }
+    throw error;
+  }
+  if (header === undefined) parseHeaderLine(undefined, path);
+  if (pendingBad !== undefined) {
+    // The last line is complete but unreadable: a torn write (e.g. a tail of zero bytes).
+    tornTail = { ...pendingBad, reason: `the last line is unreadable (${pendingBad.reason})` };
+  }
+  return {
+    path,
+    header: header!,
+    headerLine: headerLine!,
+    state: folder!.finish(),
+    lastSeq,
+    eventCount,
+    keptBytes,
+    size: scan.size,
+    ...(tornTail ? { tornTail } : {}),
+    skipped,
+    ...(liveCall ? { liveCall } : {}),
+    ...(openTurnSeq !== undefined ? { openTurnSeq } : {}),
+  };
+}
+
+export interface ReadJournalOptions {
+  /** Skip corrupt middle lines instead of failing (they are reported to `onSkip`). */
+  readonly salvage?: boolean;
+  /** Told about every line left out: a torn tail, or a line a salvage read skipped. */
+  readonly onSkip?: (line: SkippedLine) => void;
+}
+
+/**
+ * The events of a journal, streaming, in seq order (the header is checked, not yielded). Each
+ * event is deep-frozen. A torn tail is left out (reported to `onSkip`).
+ * @throws like {@link scanJournal} (not for unknown ignorable types; unknown non-ignorable types
+ *   are yielded — folding them is what fails).
+ */
+export async function* readJournal(path: string, options: ReadJournalOptions = {}): AsyncGenerator<AnySessionEvent, void, undefined> {
+  const salvage = options.salvage === true;
+  let header = false;
+  let lastSeq = 0;
+  let pendingBad: SkippedLine | undefined;
+  let tornTail: SkippedLine | undefined;
+  const corrupt = (bad: SkippedLine): void => {
+    if (salvage) {
+      options.onSkip?.(bad);
+      return;
+    }
+    throw corruptError(path, bad);
+  };
+  try {
+    for await (const lines of lineBatches(path)) {
+      const events: AnySessionEvent[] = [];
+      for (const line of lines) {
+        if (!header) {
+          parseHeaderLine(line.text, path, line.terminated);
+          if (!line.terminated) throw new HarnessError('JOURNAL_HEADER', `${path}:1: the header line has no line end (the file was cut while it was created).`, { details: { path, line: 1 } });
+          header = true;
+          continue;
+        }
+        if (pendingBad !== undefined) {
+          corrupt(pendingBad);
+          pendingBad = undefined;
+        }
+        if (!line.terminated) {
+          tornTail = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: 'the last line has no line end (a write was cut)' };
+          continue;
+        }
+        const parsed = parseEventLine(line.text);
+        if (typeof parsed === 'string') {
+          pendingBad = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: parsed };
+          continue;
+        }
+        if (parsed.seq !== lastSeq + 1 && !(salvage && parsed.seq > lastSeq)) {
+          corrupt({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: `seq ${parsed.seq} where ${lastSeq + 1} was expected` });
+          continue;
+        }
+        lastSeq = parsed.seq;
+        events.push(deepFreeze(parsed));
+      }
+      for (let i = 0; i < events.length; i++) yield events[i]!;
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException)?.code === 'ENOENT') throw new HarnessError('JOURNAL_NOT_FOUND', `No journal at ${path}.`, { details: { path } });
+    throw error;
+  }
+  if (!header) parseHeaderLine(undefined, path);
+  if (pendingBad !== undefined) tornTail = { ...pendingBad, reason: `the last line is unreadable (${pendingBad.reason})` };
+  if (tornTail !== undefined) options.onSkip?.(tornTail);
+}
+
+function corruptError(path: string, bad: SkippedLine): HarnessError {
+  return new HarnessError(
+    'JOURNAL_CORRUPT',
+    `${path}:${bad.lineNumber}: corrupt journal line (${bad.reason}). Lines after it exist, so this is not a torn tail. The file was left as it is; read it with { salvage: true } to skip the line.`,
+    { details: { path, line: bad.lineNumber, reason: bad.reason } },
+  );
+}
+
+/** The header of a journal (reads only line 1). @throws `JOURNAL_NOT_FOUND`, `JOURNAL_HEADER`, `JOURNAL_VERSION`. */
+export async function readJournalHeader(path: string): Promise<SessionHeader> {
+  let first;
+  try {
+    first = await readFirstLine(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException)?.code === 'ENOENT') throw new HarnessError('JOURNAL_NOT_FOUND', `No journal at ${path}.`, { details: { path } });
+    throw error;
+  }
+  const header = parseHeaderLine(first?.text, path, first?.terminated ?? true);
+  if (first !== undefined && !first.terminated) {
+    throw new HarnessError('JOURNAL_HEADER', `${path}:1: the header line has no line end (the file was cut while it was created).`, { details: { path, line: 1 } });
+  }
+  return header;
+}
+
+/** A session opened for reading: header, path, the fold and (on request) the events. */
+export interface OpenedSession {
+  readonly header: SessionHeader;
+  readonly path: string;
+  readonly state: SessionState;
+  /** Seq of the last event (the state's `lastSeq` only counts state-changing events). */
+  readonly lastSeq: number;
+  readonly eventCount: number;
+  /** Every event, only when asked for with `{ events: true }` (memory grows with the journal). */
+  readonly events?: readonly AnySessionEvent[];
+  /** A torn last line the read left out (a writable open moves it to a sidecar). */
+  readonly tornTail?: SkippedLine;
+  /** Lines a salvage read skipped. */
+  readonly skipped: readonly SkippedLine[];
+  /**
+   * A turn (or compaction, or tool call) is still open at the end: the session is being written
+   * right now, or it crashed — the next `openJournal` closes it with synthetic events.
+   */
+  readonly interrupted: boolean;
+}
+
+export interface OpenSessionOptions {
+  readonly dataDir?: string;
+  /** Skip corrupt lines instead of failing (see `skipped`). */
+  readonly salvage?: boolean;
+  /** Keep every event in memory and return them. Default false. */
+  readonly events?: boolean;
+}
+
+/**
+ * Opens a session read-only: no lock is taken, nothing is written or repaired (the loop opens a
+ * session for writing with `openJournal`). Streams the file; keeps only the fold unless
+ * `{ events: true }`.
+ * @throws like {@link scanJournal}.
+ */
+export async function openSession(idOrPath: string, options: OpenSessionOptions = {}): Promise<OpenedSession> {
+  const path = resolveSessionPath(idOrPath, options.dataDir);
+  const events: AnySessionEvent[] | undefined = options.events ? [] : undefined;
+  const scan = await scanJournal(path, {
+    ...(options.salvage ? { salvage: true } : {}),
+    ...(events ? { onEvent: (event: AnySessionEvent) => void events.push(deepFreeze(event)) } : {}),
+  });
+  const state = scan.state;
+  return {
+    header: scan.header,
+    path,
+    state,
+    lastSeq: scan.lastSeq,
+    eventCount: scan.eventCount,
+    ...(events ? { events } : {}),
+    ...(scan.tornTail ? { tornTail: scan.tornTail } : {}),
+    skipped: scan.skipped,
+    interrupted: state.openTurn !== undefined || state.compacting || state.pendingToolCalls.length > 0,
+  };
+}
+
+/** The fold of a journal file (streaming). */
+export async function foldJournal(path: string, options: { salvage?: boolean } = {}): Promise<SessionState> {
+  return (await scanJournal(path, options)).state;
+}

@@ -1,0 +1,118 @@
+/**
+ * `harness chat` in a real terminal (tmux): a prompt streams an answer; Ctrl-C mid-answer cancels the
+ * turn and the REPL stays usable (the next prompt is answered); a second Ctrl-C quits.
+ *
+ * Needs tmux (`apt-get install tmux`; .ci/run installs it). Without tmux the test is skipped locally
+ * and fails on CI.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { bin, cleanEnv, harness, journals, projectRoot, readEvents, tempDir } from './support.ts';
+import { count, hasTmux, Terminal } from './terminal.ts';
+
+const project = tempDir('chat');
+let terminal: Terminal | undefined;
+afterAll(() => {
+  terminal?.close();
+  project.cleanup();
+});
+
+/** A project with its own config: the scripted model paced slowly enough to interrupt it. */
+function writeProject(): { config: string; home: string; workspace: string } {
+  const dir = project.dir;
+  writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
+  const plugin = (name: string) => JSON.stringify(join(projectRoot, 'plugins', name, 'index.ts'));
+  writeFileSync(
+    join(dir, 'harness.config.ts'),
+    `export default {
+  defaults: { provider: 'scripted', model: 'scripted-default' },
+  plugins: [
+    { module: ${plugin('llm-scripted')}, config: { paceMs: 40, fragmentChars: 4 } },
+    { module: ${plugin('tools-workspace')} },
+    { module: ${plugin('approvals')} },
+    { module: ${plugin('token-meter')} },
+  ],
+};
+`,
+  );
+  const workspace = join(dir, 'workspace');
+  mkdirSync(workspace, { recursive: true });
+  writeFileSync(join(workspace, 'README.md'), '# Chat test\n\nA workspace for the chat test.\n');
+  return { config: join(dir, 'harness.config.ts'), home: join(dir, 'home'), workspace };
+}
+
+describe.skipIf(!hasTmux && !process.env.CI)('harness chat in a real terminal', { timeout: 240_000 }, () => {
+  it('streams, cancels a turn with Ctrl-C and stays usable, quits on a second Ctrl-C', async () => {
+    expect(hasTmux, 'tmux is needed for this test (apt-get install tmux)').toBe(true);
+    const { config, home, workspace } = writeProject();
+    const env = cleanEnv({ HARNESS_HOME: home, TERM: 'xterm-256color' });
+    terminal = new Terminal(`'${process.execPath}' '${bin}' chat --config '${config}' --cwd '${workspace}'; echo "EXITED:$?"; sleep 120`, env);
+    const t = terminal;
+    await t.waitFor((s) => s.includes('harness chat · session') && s.includes('› '), 'the banner and the prompt');
+
+    // 1. A prompt streams an answer: seen part-way, then whole.
+    t.type('What is in this workspace?');
+    const partial = await t.waitFor((s) => s.includes('Let me look') && !s.includes('Here is what I found'), 'the first reply streaming');
+    expect(partial).toContain('The user asked: "What is in this workspace?"');
+    let screen = await t.waitFor((s) => s.includes('Here is what I found') && /tokens {2}.* in · /.test(s), 'the first reply to finish');
+    expect(screen).toContain('→ list_dir {"path":"."}');
+    expect(screen).toContain('→ read_file {"path":"README.md"}');
+    expect(screen).toContain('> # Chat test');
+
+    // 2. Ctrl-C mid-answer cancels the turn; the REPL stays.
+    await t.waitFor((s) => s.trimEnd().endsWith('›'), 'the prompt after the first turn');
+    t.type('Tell me more.');
+    await t.waitFor((s) => s.includes('The user asked: "Tell me more."'), 'the second reply streaming');
+    t.keys('C-c');
+    screen = await t.waitFor((s) => s.includes('cancelled — the turn was aborted; the session goes on'), 'the cancelled turn');
+    expect(screen).toContain('^C cancelling the turn (Ctrl-C again to quit)');
+    expect(count(screen, 'Here is what I found')).toBe(1);
+    await t.waitFor((s) => s.trimEnd().endsWith('›'), 'the prompt after the cancelled turn');
+
+    // 3. The next prompt is answered.
+    t.type('Are you still there?');
+    screen = await t.waitFor((s) => count(s, 'Here is what I found') === 2 && s.trimEnd().endsWith('›'), 'the third reply');
+    expect(screen).toContain('The user asked: "Are you still there?"');
+
+    // 4. Ctrl-C at the prompt arms, the second one quits.
+    t.keys('C-c');
+    await t.waitFor((s) => s.includes('(Ctrl-C again to quit, or type a prompt)'), 'the first Ctrl-C at the prompt');
+    t.keys('C-c');
+    screen = await t.waitFor((s) => s.includes('EXITED:'), 'the REPL to quit');
+    expect(screen).toContain('EXITED:0');
+    expect(screen).toMatch(/replay {2}.* replay [0-9a-f-]{36}/);
+
+    // One journal, three turns: completed, aborted, completed — and it verifies.
+    const files = journals(home);
+    expect(files).toHaveLength(1);
+    const events = readEvents(join(home, 'sessions', files[0]!));
+    expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['completed', 'aborted', 'completed']);
+    const verify = await harness(['replay', join(home, 'sessions', files[0]!), '--verify', '--config', config], { home });
+    expect(verify.code).toBe(0);
+    terminal.close();
+  });
+
+  it('always-ask prompts y/n in the terminal, and the answers are journaled as the user\'s', async () => {
+    const { config, workspace } = writeProject();
+    const home = join(project.dir, 'home-ask');
+    terminal = new Terminal(`'${process.execPath}' '${bin}' chat --approve always-ask --config '${config}' --cwd '${workspace}'; echo "EXITED:$?"; sleep 120`, cleanEnv({ HARNESS_HOME: home, TERM: 'xterm-256color' }));
+    const t = terminal;
+    await t.waitFor((s) => s.includes('approvals always-ask') && s.includes('› '), 'the banner');
+    t.type('What is in this workspace?');
+    await t.waitFor((s) => s.includes('→ list_dir {"path":"."}') && s.includes('? allow list_dir (read)? [y/N]'), 'the first question');
+    t.type('y');
+    await t.waitFor((s) => s.includes('? allow read_file (read)? [y/N]'), 'the second question');
+    t.type('n');
+    const screen = await t.waitFor((s) => s.includes('but I could not read README.md') && s.trimEnd().endsWith('›'), 'the reply');
+    expect(screen).toContain('✓ allowed by you');
+    expect(screen).toContain('✗ denied (user: the user said no)');
+    t.keys('C-d');
+    await t.waitFor((s) => s.includes('EXITED:0'), 'Ctrl-D to quit');
+    const events = readEvents(join(home, 'sessions', journals(home)[0]!));
+    expect(events.filter((e) => e.type === 'approval/decided').map((e) => [e.data.decision, e.data.decidedBy])).toEqual([
+      ['allow', 'user'],
+      ['deny', 'user'],
+    ]);
+  });
+});

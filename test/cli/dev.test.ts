@@ -1,0 +1,109 @@
+/**
+ * `harness dev`: editing the scripted adapter's file during a live session hot-reloads it — the next
+ * reply comes from the new code, the session and its journal go on unbroken — and a syntax error in
+ * an edit keeps the old generation serving, with a one-line report.
+ *
+ * The adapter edited is a COPY of plugins/llm-scripted in a temporary project with its own config;
+ * the repository's files are never touched.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { cpSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { bin, cleanEnv, harness, journals, projectRoot, readEvents, tempDir } from './support.ts';
+import { count } from './terminal.ts';
+
+const project = tempDir('dev');
+let child: ChildProcessWithoutNullStreams | undefined;
+afterAll(() => {
+  child?.kill('SIGKILL');
+  project.cleanup();
+});
+
+function writeProject(): { config: string; home: string; adapter: string } {
+  const dir = project.dir;
+  writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
+  const copy = join(dir, 'plugins/llm-scripted');
+  cpSync(join(projectRoot, 'plugins/llm-scripted'), copy, { recursive: true });
+  // The copy imports the runtime of this repository (one runtime per process).
+  for (const name of readdirSync(copy)) {
+    const file = join(copy, name);
+    writeFileSync(file, readFileSync(file, 'utf8').replaceAll("'../../runtime/index.ts'", JSON.stringify(join(projectRoot, 'runtime/index.ts'))));
+  }
+  writeFileSync(
+    join(dir, 'harness.config.ts'),
+    `export default {
+  defaults: { provider: 'scripted', model: 'scripted-default' },
+  plugins: [
+    { module: './plugins/llm-scripted/index.ts' },
+    { module: ${JSON.stringify(join(projectRoot, 'plugins/tools-workspace/index.ts'))} },
+    { module: ${JSON.stringify(join(projectRoot, 'plugins/approvals/index.ts'))} },
+  ],
+};
+`,
+  );
+  return { config: join(dir, 'harness.config.ts'), home: join(dir, 'home'), adapter: join(copy, 'adapter.ts') };
+}
+
+describe('harness dev', { timeout: 240_000 }, () => {
+  it('hot-reloads an edited adapter in the live session; a syntax error keeps the old generation serving', async () => {
+    const { config, home, adapter } = writeProject();
+    const original = readFileSync(adapter, 'utf8');
+    child = spawn(process.execPath, [bin, 'dev', '--config', config, '--cwd', join(projectRoot, 'cookbook/demo-workspace')], { env: cleanEnv({ HARNESS_HOME: home }), cwd: project.dir });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const exited = new Promise<number | null>((done) => child!.on('close', (code) => done(code)));
+    const waitFor = async (test: (text: string) => boolean, what: string, timeoutMs = 60_000) => {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        if (test(out)) return out;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`timed out waiting for ${what}; stdout:\n${out}\nstderr:\n${err}`);
+    };
+
+    await waitFor((o) => o.includes('watching 3 plugin folders (llm-scripted, tools-workspace, approvals)'), 'the watcher');
+    child.stdin.write('What is in this workspace?\n');
+    await waitFor((o) => o.includes('Here is what I found.') && /tokens {2}/.test(o), 'the first reply');
+
+    // Save a change to the adapter: its text now streams in capitals.
+    const edited = original.replace(
+      'const reply: ScriptReply = script(context);',
+      'const scripted = script(context);\n    const reply: ScriptReply = scripted.text ? { ...scripted, text: scripted.text.toUpperCase() } : scripted;',
+    );
+    expect(edited).not.toBe(original);
+    writeFileSync(adapter, edited);
+    await waitFor((o) => /↻ reloaded llm-scripted \(generation 2, [\d.]+ m?s\)/.test(o), 'the reload');
+    child.stdin.write('And now?\n');
+    await waitFor((o) => o.includes('HERE IS WHAT I FOUND.') && count(o, 'tokens  ') === 2, 'a reply from the new code');
+
+    // A syntax error: one line says why, and generation 2 keeps serving.
+    writeFileSync(adapter, `${edited}\nexport const broken = {{;\n`);
+    const report = await waitFor((o) => o.includes('✗ reload of llm-scripted failed'), 'the failed reload');
+    const line = report.split('\n').find((l) => l.includes('✗ reload of llm-scripted failed'))!;
+    expect(line).toMatch(/^(› )?✗ reload of llm-scripted failed — PLUGIN_IMPORT_FAILED: .*adapter\.ts.* \(generation 2 still serving\)$/);
+    child.stdin.write('Still the new code?\n');
+    await waitFor((o) => count(o, 'HERE IS WHAT I FOUND.') === 2 && count(o, 'tokens  ') === 3, 'a reply from generation 2');
+    child.stdin.end();
+    expect(await exited).toBe(0);
+    expect(err).toBe('');
+
+    // One journal: three turns, contiguous, each completed; it verifies.
+    const files = journals(home);
+    expect(files).toHaveLength(1);
+    const path = join(home, 'sessions', files[0]!);
+    const events = readEvents(path);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.filter((e) => e.type === 'turn/start').map((e) => e.data.turn)).toEqual([1, 2, 3]);
+    expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['completed', 'completed', 'completed']);
+    const finalTexts = events.filter((e) => e.type === 'assistant/message' && e.data.step === 3).map((e) => e.data.message.content.find((b: { type: string }) => b.type === 'text').text as string);
+    expect(finalTexts.map((text) => text.startsWith('Here is what I found.'))).toEqual([true, false, false]);
+    expect(finalTexts.slice(1).every((text) => text.startsWith('HERE IS WHAT I FOUND.'))).toBe(true);
+    // The config does not load now (its adapter has a syntax error): the journal is still read.
+    const verify = await harness(['replay', path, '--verify', '--config', config], { home });
+    expect(verify.stderr).toMatch(/^warning PLUGIN_IMPORT_FAILED: .* — reading without the config's plugins\n$/);
+    expect(verify.code).toBe(0);
+  });
+});

@@ -1,0 +1,83 @@
+/**
+ * Real providers through the CLI: `harness run --provider openai` against the fixture server (base URL
+ * from the environment, read by harness.config.ts) streams a recorded real response end to end
+ * through the real SDK; a missing key is one error line naming the variable.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFixtureServer, type FixtureServer } from '../support/fixture-server.ts';
+import { harness, journalOf, readEvents, tempDir } from './support.ts';
+
+const home = tempDir('providers');
+let server: FixtureServer;
+
+beforeAll(async () => {
+  server = await startFixtureServer();
+});
+afterAll(async () => {
+  await server.close();
+  home.cleanup();
+});
+
+describe('real providers from the CLI', { timeout: 120_000 }, () => {
+  it('run --provider openai streams a recorded Responses API stream through the real SDK, then verifies', async () => {
+    server.enqueue('openai-responses/text-output-text-delta.sse');
+    const result = await harness(['run', 'What is the capital of France?', '--provider', 'openai', '--approve', 'deny-all'], {
+      home: home.dir,
+      env: { OPENAI_API_KEY: 'sk-test-fixture', OPENAI_BASE_URL: server.openaiBaseURL },
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('The capital of France is Paris.');
+    // gpt-5.5 (the provider's first model) is in the config's price table: the footer has a cost.
+    expect(result.stdout).toMatch(/^tokens {2}[\d,]+ in · [\d,]+ out · [\d,]+ cache read · [\d,]+ reasoning · cost \$\d/m);
+    expect(server.requests).toHaveLength(1);
+    expect(server.requests[0]).toMatchObject({ method: 'POST', path: '/v1/responses' });
+    expect(server.requests[0]!.headers.authorization).toBe('Bearer sk-test-fixture');
+    expect(server.requests[0]!.body).toMatchObject({ model: 'gpt-5.5', stream: true });
+    const events = readEvents(journalOf(result.stdout));
+    const message = events.find((e) => e.type === 'assistant/message')!;
+    expect(message.data.message.source).toMatchObject({ kind: 'model', provider: 'openai', model: 'gpt-5.5', replayState: { response: { kind: 'openai-responses' } } });
+    expect(events.find((e) => e.type === 'request/header')!.data.header.config).toMatchObject({ provider: 'openai', model: 'gpt-5.5' });
+    const verify = await harness(['replay', journalOf(result.stdout), '--verify'], { home: home.dir });
+    expect(verify.code).toBe(0);
+    // The recorded real stream re-runs offline as a cassette.
+    const cassette = await harness(['replay', journalOf(result.stdout), '--cassette'], { home: home.dir });
+    expect(cassette.code).toBe(0);
+  });
+
+  it('a missing key is one error line naming OPENAI_API_KEY, exit code 1, and no request is sent', async () => {
+    const before = server.requests.length;
+    const result = await harness(['run', 'Hello', '--provider', 'openai', '--model', 'gpt-4o'], { home: home.dir, env: { OPENAI_BASE_URL: server.openaiBaseURL } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('error AUTH: No API key for provider "openai": set the environment variable OPENAI_API_KEY.\n');
+    expect(result.stdout).toBe('');
+    expect(server.requests.length).toBe(before);
+  });
+
+  it('the same for anthropic and deepseek', async () => {
+    for (const [provider, variable] of [
+      ['anthropic', 'ANTHROPIC_API_KEY'],
+      ['deepseek', 'DEEPSEEK_API_KEY'],
+    ] as const) {
+      const result = await harness(['run', 'Hello', '--provider', provider], { home: home.dir });
+      expect(result.code).toBe(1);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      expect(result.stderr).toContain(`error AUTH: `);
+      expect(result.stderr).toContain(variable);
+    }
+  });
+
+  it('an unknown model fails before a journal is written', async () => {
+    const fresh = tempDir('providers-unknown');
+    try {
+      const result = await harness(['run', 'Hello', '--provider', 'openai', '--model', 'gpt-0'], { home: fresh.dir });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^error UNKNOWN_MODEL: /);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      const list = await harness(['sessions', '--json'], { home: fresh.dir });
+      expect(list.stdout).toBe('');
+    } finally {
+      fresh.cleanup();
+    }
+  });
+});

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts', 'cookbook/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    pool: 'forks',
+    execArgv: ['--import', 'tsx'],
+    server: { deps: { external: [/\/runtime\//, /\/plugins\//, /\/test\/\.tmp-/] } },
+  },
+});
