@@ -129,7 +129,15 @@ export async function harnessRig(served: Served, middlewares = 3): Promise<Harne
         },
         {
           module: join(projectRoot, 'plugins/llm-anthropic/index.ts'),
-          config: { providers: { 'bench-anthropic': { baseURL: served.anthropic.url, apiKeyEnv: 'HARNESS_BENCH_KEY', allowUnknownModels: true } } },
+          config: {
+            providers: {
+              'bench-anthropic': {
+                baseURL: served.anthropic.url,
+                apiKeyEnv: 'HARNESS_BENCH_KEY',
+                models: [{ id: MODELS.anthropic, maxOutputTokens: 4096, reasoningEfforts: ['low'], thinking: 'budget', thinkingBudgets: { low: 2048 } }],
+              },
+            },
+          },
         },
       ],
     },

@@ -1,12 +1,18 @@
 /**
- * The stream bench's server process: two loopback fixture servers (test/support/fixture-server.ts),
- * each answering every request with one recorded stream repeated to about `BENCH_STREAM_CHUNKS`
- * SSE events (repeatSseFrames), served byte for byte in one write. It runs in a process of its own so
- * that its CPU time is not counted in the consumer's.
+ * The stream bench's server process. Each recorded stream, repeated to about `BENCH_STREAM_CHUNKS`
+ * SSE events (repeatSseFrames), is served byte for byte in two ways:
+ * - `burst`: by the loopback fixture server (test/support/fixture-server.ts), the whole body in one
+ *   write — the client reads 48–64 KiB at a time, a backlog of ~150–200 events per read;
+ * - `paced`: by a small server here, one SSE event per write with a turn of the event loop
+ *   (setImmediate) between writes — what a provider's token stream looks like to the client: a
+ *   read carries one or a few events. No timer: the pace is this process's own speed.
+ * It runs in a process of its own, so that its CPU time is not counted in the consumer's.
  *
- * Prints one JSON line `{ streams: { openai: { url, eventCount, bytes }, anthropic: … } }`, then
+ * Prints one JSON line `{ modes: { burst: { openai: ServedStream, anthropic: … }, paced: … } }`, then
  * serves until its stdin closes (the parent exits) or it gets SIGTERM.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { answer, isMain } from '../support.ts';
 import { readFixture, repeatSseFrames, splitSseFrames, startFixtureServer, type FixtureServer } from '../../test/support/fixture-server.ts';
 
@@ -15,6 +21,8 @@ export const STREAMS = {
   anthropic: 'anthropic/thinking-signature-delta-then-text.sse',
 } as const;
 export type StreamName = keyof typeof STREAMS;
+export const MODES = ['paced', 'burst'] as const;
+export type Mode = (typeof MODES)[number];
 
 export interface ServedStream {
   /** OpenAI: the SDK's `baseURL` (`…/v1`); Anthropic: the server root (the SDK appends `/v1/messages`). */
@@ -43,24 +51,63 @@ export function repeatedBody(fixture: string, target: number): { body: string; r
   return { body: repeatSseFrames(raw, repeat), repeat };
 }
 
+/** Serves `body` to every request, one SSE frame per write, a setImmediate between writes. */
+async function startPacedServer(body: string): Promise<{ url: string; close(): Promise<void> }> {
+  const frames = splitSseFrames(body).map((frame) => Buffer.from(frame, 'utf8'));
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.flushHeaders();
+      let i = 0;
+      const pump = (): void => {
+        if (res.destroyed) return;
+        if (i >= frames.length) {
+          res.end();
+          return;
+        }
+        // Respect backpressure: a consumer slower than this server gets the frames as it drains them.
+        if (res.write(frames[i++]!)) setImmediate(pump);
+        else res.once('drain', pump);
+      };
+      pump();
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 async function main(): Promise<void> {
   const target = Number(process.env.BENCH_STREAM_CHUNKS ?? 20_000);
-  const servers: FixtureServer[] = [];
-  const streams: Record<string, ServedStream> = {};
+  const closers: Array<() => Promise<void>> = [];
+  const modes: Record<Mode, Record<string, ServedStream>> = { paced: {}, burst: {} };
   for (const [name, fixture] of Object.entries(STREAMS)) {
     const { body, repeat } = repeatedBody(fixture, target);
-    const server = await startFixtureServer({ defaultResponse: { body } });
-    servers.push(server);
-    streams[name] = { url: name === 'openai' ? server.openaiBaseURL : server.anthropicBaseURL, root: server.url, eventCount: countEvents(body), bytes: Buffer.byteLength(body), repeat };
+    const facts = { eventCount: countEvents(body), bytes: Buffer.byteLength(body), repeat };
+    const burst: FixtureServer = await startFixtureServer({ defaultResponse: { body } });
+    closers.push(() => burst.close());
+    modes.burst[name] = { url: name === 'openai' ? burst.openaiBaseURL : burst.anthropicBaseURL, root: burst.url, ...facts };
+    const paced = await startPacedServer(body);
+    closers.push(() => paced.close());
+    modes.paced[name] = { url: name === 'openai' ? `${paced.url}/v1` : paced.url, root: paced.url, ...facts };
   }
   const stop = async () => {
-    await Promise.all(servers.map((server) => server.close()));
+    await Promise.all(closers.map((close) => close()));
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop());
   process.stdin.on('end', () => void stop());
   process.stdin.resume();
-  answer({ streams });
+  answer({ modes });
 }
 
 if (isMain(import.meta.url)) await main();

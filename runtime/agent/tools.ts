@@ -187,6 +187,10 @@ export class ToolRegistry implements ReadonlyCatalog<ToolDefinition> {
     if (tool === undefined) throw new HarnessError('UNKNOWN_TOOL', `No tool named "${id}". Known tools: ${this.ids().join(', ') || 'none'}.`);
     return tool;
   }
+  /** Registered tools and the plugin that registered each. */
+  describe(): { name: string; owner: string }[] {
+    return [...this.tools.values()].map((entry) => ({ name: entry.tool.name, owner: entry.owner }));
+  }
   specs(): readonly ToolSpec[] {
     return (this.specCache ??= deepFreeze([...this.values()].map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.input.jsonSchema }))));
   }

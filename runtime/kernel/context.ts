@@ -80,6 +80,11 @@ export class Kernel {
     this.extensions.push(extension);
   }
 
+  /** Provided services and the plugin providing each. */
+  describeServices(): { name: string; owner: string }[] {
+    return [...this.serviceOwners].map(([name, owner]) => ({ name, owner }));
+  }
+
   service<T = unknown>(name: string): T | undefined {
     return this.services[name] as T | undefined;
   }

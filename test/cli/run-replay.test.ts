@@ -3,7 +3,7 @@
  * the demo workspace) leaves a journal that `harness replay --verify` accepts; every reading of it
  * works; damage is detected.
  */
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, harness, journalOf, journals, projectRoot, readEvents, run, sessionIdOf, tempDir } from './support.ts';
@@ -20,7 +20,12 @@ beforeAll(async () => {
   expect(result.code).toBe(0);
   journal = journalOf(result.stdout);
 }, 150_000);
-afterAll(() => home.cleanup());
+afterAll(() => {
+  home.cleanup();
+  // npm start keeps its workspace copy (the journal's cwd) for the user; the test removes it.
+  const copy = /demo workspace: (\S+) /.exec(startOutput ?? '')?.[1];
+  if (copy?.includes('harness-demo-')) rmSync(copy, { recursive: true, force: true });
+});
 
 const opts = () => ({ home: join(home.dir, 'fresh-home') });
 
