@@ -9,7 +9,7 @@
  * Base URLs can be pointed elsewhere (a proxy, a gateway, a test's fixture server) with
  * `OPENAI_BASE_URL`, `DEEPSEEK_BASE_URL` and `ANTHROPIC_BASE_URL`. Module paths resolve from this file's
  * folder; the data directory is `$HARNESS_HOME` (default `~/.harness`) unless `harness --data-dir` says
- * otherwise.
+ * otherwise, or a `dataDir` is set here (it wins over `$HARNESS_HOME`, `--data-dir` wins over it).
  */
 import { defineConfig } from './runtime/index.ts';
 
@@ -76,7 +76,9 @@ export default defineConfig({
     },
     // Summarises older turns when the context fills up.
     { module: './plugins/compaction/index.ts', config: { reserveTokens: 16_000, keepTurns: 2 } },
-    // read_file, write_file, edit_file, list_dir, grep, exec_command — confined to the session's cwd.
+    // read_file, write_file, edit_file, list_dir, grep: confined to the session's workspace (--cwd; `..` and
+    // symlinks that lead out are refused). exec_command runs `bash -c` IN the workspace directory, but a shell
+    // can reach anything the user can — it is not confined; the approval policy is what guards it.
     { module: './plugins/tools-workspace/index.ts', config: {} },
     // `harness run --approve <policy>`: allow-all, read-only (the default), always-ask, deny-all.
     { module: './plugins/approvals/index.ts', config: { default: 'read-only' } },

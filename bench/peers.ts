@@ -8,7 +8,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const BENCH_DIR: string = dirname(fileURLToPath(import.meta.url));
 export const PEER_PACKAGES = ['ai', '@ai-sdk/openai', '@ai-sdk/anthropic', '@mariozechner/pi-ai'] as const;
@@ -49,6 +49,16 @@ export function ensurePeers(log: (line: string) => void = (line) => console.erro
 export async function importPeer<T>(name: (typeof PEER_PACKAGES)[number]): Promise<T> {
   const specifier: string = name;
   return (await import(specifier)) as T;
+}
+
+/**
+ * Imports a package of the ROOT install (the SDKs Harness uses), by its ESM entry file: a bare
+ * `import('openai')` from a file under bench/ would resolve bench/node_modules first, where pi-ai
+ * brings its own (older) `openai` and `@anthropic-ai/sdk`. The URL is the one the plugins import, so
+ * this is the same module instance.
+ */
+export async function importRootPackage<T>(name: 'openai' | '@anthropic-ai/sdk'): Promise<T> {
+  return (await import(pathToFileURL(join(BENCH_DIR, '..', 'node_modules', name, 'index.mjs')).href)) as T;
 }
 
 /** Versions of the peers and of the SDK copies they bring (pi-ai pins its own `openai` and `@anthropic-ai/sdk`). */

@@ -3,11 +3,36 @@
  * Run: npx tsx cookbook/adding-a-tool.ts
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, realpath } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHarness, definePlugin, defineTool, HarnessError, messageText, z, type SessionEvent } from '../runtime/index.ts';
+
+/**
+ * The real path of `path` inside the workspace `cwd`: `..` and symlinks are resolved first, then the
+ * result must still be inside — so `../secret` and a symlink to `/etc` are both refused.
+ * @throws HarnessError `FILE_NOT_FOUND`, `PATH_OUTSIDE_WORKSPACE`.
+ */
+export async function insideWorkspace(cwd: string, path: string): Promise<string> {
+  const root = await realpath(cwd);
+  let file: string;
+  try {
+    file = await realpath(resolve(root, path));
+  } catch {
+    throw new HarnessError('FILE_NOT_FOUND', `${path} does not exist in the workspace.`);
+  }
+  const rel = relative(root, file);
+  if (rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) throw new HarnessError('PATH_OUTSIDE_WORKSPACE', `${path} is outside the workspace.`);
+  return file;
+}
+
+/** Words and lines of a text, as `wc -w -l` counts them (a last line without a newline counts too). */
+export function countWords(text: string): { words: number; lines: number } {
+  const words = text.split(/\s+/).filter(Boolean).length;
+  const lines = text === '' ? 0 : text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+  return { words, lines };
+}
 
 export const wordCount = defineTool({
   name: 'word_count',
@@ -16,11 +41,9 @@ export const wordCount = defineTool({
   permission: 'read', // changes nothing: the read-only approval policy lets it run
   timeoutMs: 5_000,
   async execute({ path }, { cwd, signal }) {
-    const file = resolve(cwd, path);
-    if (relative(cwd, file).startsWith('..')) throw new HarnessError('PATH_OUTSIDE_WORKSPACE', `${path} is outside the workspace.`);
-    const text = await readFile(file, { encoding: 'utf8', signal });
-    const words = text.split(/\s+/).filter(Boolean).length;
-    return { content: `${words} words in ${text.split('\n').length} lines` };
+    const file = await insideWorkspace(cwd, path); // confined: resolved through symlinks, then checked
+    const { words, lines } = countWords(await readFile(file, { encoding: 'utf8', signal }));
+    return { content: `${words} words in ${lines} line${lines === 1 ? '' : 's'}` };
   },
 });
 

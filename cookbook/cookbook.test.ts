@@ -2,6 +2,9 @@
  * Every cookbook example runs here, and its outcome is checked.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -12,8 +15,9 @@ describe('cookbook examples', { timeout: 120_000 }, () => {
     expect(result.calls.map((c) => c.finish)).toEqual(['tool-calls', 'tool-calls', 'stop']);
     expect(result.calls.every((c) => c.provider === 'scripted' && c.chunkCount > 3 && c.firstChunkMs >= 0)).toBe(true);
     expect(result.calls.at(-1)!.textChars).toBeGreaterThan(100);
+    // As first-plugin.md says: each call's stats are journaled — the last call of the turn too.
     expect(result.emitted).toBe(3);
-    expect(result.journaled).toBe(2); // the last call's stats are journaled before the next call, which never comes
+    expect(result.journaled).toBe(3);
   });
 
   it('llm-adapter: an OpenAI-compatible provider by config, against the fixture server, through the real SDK', async () => {
@@ -28,20 +32,47 @@ describe('cookbook examples', { timeout: 120_000 }, () => {
   it('adding-a-tool: defineTool + ctx.tools.register, called by a scripted model', async () => {
     const { main } = await import('./adding-a-tool.ts');
     const result = await main();
-    expect(result.result).toMatch(/^\d+ words in \d+ lines$/);
+    // demo-workspace/README.md: `wc -w -l` says 9 lines, 58 words (its last line ends with a newline).
+    expect(result.result).toBe('58 words in 9 lines');
     expect(result.answer).toBe(`README.md has ${result.result}.`);
     expect(result.decidedBy).toBe('policy:read-only');
   });
 
-  it('approval-policy: a custom ApproveFn allows notes/ writes and denies the rest', async () => {
+  it('adding-a-tool: the tool counts lines like wc, and refuses paths that lead out of the workspace', async () => {
+    const { countWords, wordCount } = await import('./adding-a-tool.ts');
+    expect(countWords('')).toEqual({ words: 0, lines: 0 });
+    expect(countWords('one two\nthree')).toEqual({ words: 3, lines: 2 });
+    expect(countWords('one two\nthree\n')).toEqual({ words: 3, lines: 2 });
+    const root = mkdtempSync(join(tmpdir(), 'harness-cookbook-tool-'));
+    try {
+      mkdirSync(join(root, 'ws/notes'), { recursive: true });
+      writeFileSync(join(root, 'ws/notes/a.txt'), 'in the workspace\n');
+      writeFileSync(join(root, 'secret.txt'), 'outside\n');
+      symlinkSync(join(root, 'secret.txt'), join(root, 'ws/notes/link.txt'));
+      const cwd = join(root, 'ws');
+      const run = (path: string) => Promise.resolve(wordCount.execute({ path }, { cwd, signal: new AbortController().signal, callId: 'c', sessionId: 's', output: () => undefined }));
+      await expect(run('notes/a.txt')).resolves.toEqual({ content: '3 words in 1 line' });
+      await expect(run('../secret.txt')).rejects.toMatchObject({ code: 'PATH_OUTSIDE_WORKSPACE' });
+      await expect(run('notes/../../secret.txt')).rejects.toMatchObject({ code: 'PATH_OUTSIDE_WORKSPACE' });
+      await expect(run('notes/link.txt')).rejects.toMatchObject({ code: 'PATH_OUTSIDE_WORKSPACE' });
+      await expect(run(join(root, 'secret.txt'))).rejects.toMatchObject({ code: 'PATH_OUTSIDE_WORKSPACE' });
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('approval-policy: a custom ApproveFn allows notes/ writes and denies the rest, `..` and symlink escapes included', async () => {
     const { main } = await import('./approval-policy.ts');
     const result = await main();
     expect(result.decisions).toEqual([
       { name: 'write_file', decision: 'allow' },
       { name: 'write_file', decision: 'deny', reason: 'writes go to notes/ only, not src/ledger.ts' },
+      { name: 'write_file', decision: 'deny', reason: 'writes go to notes/ only, not src/ledger.ts (notes/../src/ledger.ts)' },
+      { name: 'write_file', decision: 'deny', reason: 'writes go to notes/ only, not src/ledger.ts (notes/link/ledger.ts)' },
+      { name: 'write_file', decision: 'deny', reason: 'notes/out/escaped.md is outside the workspace' },
       { name: 'exec_command', decision: 'deny', reason: 'exec_command is not allowed here' },
     ]);
-    expect(result).toMatchObject({ summaryWritten: true, sourceUntouched: true, notesKept: true });
+    expect(result).toMatchObject({ summaryWritten: true, sourceUntouched: true, notesKept: true, nothingOutside: true });
   });
 
   it('hot-reload: an adapter reloaded mid-session serves the next turn; a broken edit keeps the old one', async () => {

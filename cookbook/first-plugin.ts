@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createHarness, definePlugin, registerEventType, z, type EmitHook } from '../runtime/index.ts';
+import { createHarness, definePlugin, registerEventType, z, type EmitHook, type SessionHandle } from '../runtime/index.ts';
 
 /** What the plugin measures about one model call. */
 export interface StreamStat {
@@ -39,11 +39,17 @@ export const streamStats = definePlugin({
   config: z.object({ slowFirstChunkMs: z.number().int().positive().default(2000) }).default({ slowFirstChunkMs: 2000 }),
   setup(ctx, config) {
     const calls: StreamStat[] = [];
-    /** The last call of each session, journaled before its next call. */
-    const unjournaled = new Map<string, StreamStat>();
+    /** The session each agent-loop call is made for (from `agent/pre-step`, the hook that has the handle). */
+    const sessions = new Map<string, SessionHandle>();
     ctx.declareHook('stream-stats/call', 'emit');
     ctx.onDispose(registerEventType('stream-stats/call', { ignorable: true }));
     ctx.provide('streamStats', { calls });
+    ctx.onDispose(() => sessions.clear());
+
+    ctx.on('agent/pre-step', async (payload, next) => {
+      sessions.set(payload.session.id, payload.session);
+      return next(payload);
+    });
 
     // Waterfall: wrap the model stream. Every chunk passes through unchanged; we only count.
     ctx.on('llm/stream', async function* (request, next) {
@@ -51,29 +57,23 @@ export const streamStats = definePlugin({
       let firstChunkMs = -1;
       let chunkCount = 0;
       let textChars = 0;
+      let stat: StreamStat | undefined;
       for await (const chunk of next(request)) {
         if (firstChunkMs < 0) firstChunkMs = performance.now() - started;
         chunkCount++;
         if (chunk.type === 'text-delta') textChars += chunk.text.length;
         if (chunk.type === 'finish') {
-          const stat: StreamStat = { provider: request.provider, model: request.model, chunkCount, textChars, firstChunkMs: Math.round(firstChunkMs), finish: chunk.finish.kind };
+          stat = { provider: request.provider, model: request.model, chunkCount, textChars, firstChunkMs: Math.round(firstChunkMs), finish: chunk.finish.kind };
           calls.push(stat);
-          if (request.sessionId) unjournaled.set(request.sessionId, stat);
           if (firstChunkMs > config.slowFirstChunkMs) ctx.report({ level: 'warning', code: 'SLOW_FIRST_CHUNK', message: `${request.provider}/${request.model} took ${Math.round(firstChunkMs)} ms to start` });
           ctx.emit('stream-stats/call', stat);
         }
         yield chunk;
       }
-    });
-
-    // Journal the previous call's stats (as an ignorable event) before the next call of the session.
-    ctx.on('agent/pre-step', async (payload, next) => {
-      const stat = unjournaled.get(payload.session.id);
-      if (stat) {
-        unjournaled.delete(payload.session.id);
-        await payload.session.append('stream-stats/call', stat);
-      }
-      return next(payload);
+      // The stream is over (the loop has journaled its finish chunk): journal this call's stats in
+      // its session, as an ignorable event, right after the call — the last call of a turn included.
+      const session = request.sessionId === undefined ? undefined : sessions.get(request.sessionId);
+      if (stat !== undefined && session !== undefined && request.purpose === 'agent') await session.append('stream-stats/call', stat);
     });
   },
 });

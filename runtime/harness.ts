@@ -3,7 +3,7 @@
  * `harness.config.ts` (through tsx), build the kernel and the runtime services, load the plugins in
  * order. The runtime never imports a plugin: plugins are named by module path in the config.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -11,10 +11,10 @@ import { Kernel, type PluginContext } from './kernel/context.ts';
 import { HarnessError } from './kernel/errors.ts';
 import { Fiber, Scope } from './kernel/fiber.ts';
 import { importGeneration } from './kernel/module-loader.ts';
-import { PluginHost, type PluginSpec } from './kernel/plugin.ts';
+import { isPluginDefinition, PluginHost, type PluginSpec } from './kernel/plugin.ts';
+import { z } from 'zod';
 import { LlmService } from './llm/service.ts';
 import type { RetryPolicyConfig } from './llm/call-config.ts';
-import { runtimeExtensions } from './extensions.ts';
 import { ToolRegistry } from './agent/tools.ts';
 import { AgentSession } from './agent/session.ts';
 import { createJournal, openJournal } from './session/journal.ts';
@@ -68,13 +68,14 @@ export interface Harness {
   readonly dataDir: string;
   /**
    * Starts a new session (a new journal in `<dataDir>/sessions/`).
-   * @throws HarnessError `JOURNAL_EXISTS` (an id already used), `INVALID_SESSION_ID`.
+   * @throws HarnessError `WORKSPACE_NOT_FOUND` (cwd is not a directory), `JOURNAL_EXISTS` (an id already used), `INVALID_SESSION_ID`.
    */
   createSession(options?: SessionOptions & { id?: string }): Promise<AgentSession>;
   /**
    * Resumes a session by id or journal path: opens it for writing (repairing what a crash left)
    * and returns a session whose next run continues it.
-   * @throws HarnessError `JOURNAL_NOT_FOUND`, `JOURNAL_LOCKED`, `JOURNAL_CORRUPT`, `JOURNAL_VERSION`, …
+   * @throws HarnessError `JOURNAL_NOT_FOUND`, `JOURNAL_LOCKED`, `JOURNAL_CORRUPT`, `JOURNAL_VERSION`,
+   *   `WORKSPACE_NOT_FOUND` (the session's workspace is gone and no other `cwd` was given), …
    */
   openSession(idOrPath: string, options?: SessionOptions): Promise<{ session: AgentSession; repairs: RepairReport }>;
   /** Closes every session it made, unloads every plugin (last first) and disposes the root context. */
@@ -117,7 +118,6 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
   const tools = new ToolRegistry();
   const paths: HarnessPaths = Object.freeze({ baseDir, dataDir });
   kernel.extend((scope, owner) => ({ tools: tools.contextFor(scope, owner), paths }));
-  for (const extension of runtimeExtensions) extension({ kernel, llm, config, dataDir });
   const host = new PluginHost(kernel, { baseDir });
   const rootFiber = new Fiber('harness', (d) => kernel.bus.report(d));
   const ctx = kernel.createContext(new Scope(rootFiber, { staged: false }), { name: 'harness', generation: 1 });
@@ -148,14 +148,21 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
     ...(configPath ? { configPath } : {}),
     dataDir,
     async createSession(options = {}) {
-      const cwd = resolve(options.cwd ?? process.cwd());
+      const cwd = requireWorkspace(resolve(options.cwd ?? process.cwd()));
       const journal = await createJournal({ dataDir, cwd, bus: kernel.bus, ...(options.id ? { id: options.id } : {}) });
       return makeSession(journal, cwd, options);
     },
     async openSession(idOrPath, options = {}) {
+      const cwd = options.cwd === undefined ? undefined : requireWorkspace(resolve(options.cwd));
       const { journal, repairs } = await openJournal(idOrPath, { dataDir, bus: kernel.bus });
-      const cwd = resolve(options.cwd ?? journal.header.cwd ?? process.cwd());
-      return { session: makeSession(journal, cwd, options), repairs };
+      let workspace: string;
+      try {
+        workspace = cwd ?? requireWorkspace(resolve(journal.header.cwd ?? process.cwd()));
+      } catch (error) {
+        await journal.close();
+        throw error;
+      }
+      return { session: makeSession(journal, workspace, options), repairs };
     },
     async dispose() {
       for (const session of [...sessions]) await session.close();
@@ -207,19 +214,58 @@ async function importConfigModule(absolute: string): Promise<{ default?: unknown
   }
 }
 
+const configSchema = z.strictObject({
+  dataDir: z.string().min(1).optional(),
+  defaults: z
+    .strictObject({ provider: z.string().min(1), model: z.string().min(1), reasoningEffort: z.string().min(1).optional(), system: z.string().optional() })
+    .optional(),
+  retry: z
+    .strictObject({
+      mode: z.enum(['normal', 'always']).optional(),
+      maxRetries: z.number().int().min(0).optional(),
+      retryableCodes: z.array(z.string()).optional(),
+      initialDelayMs: z.number().min(0).optional(),
+      maxDelayMs: z.number().min(0).optional(),
+      jitterRatio: z.number().min(0).max(1).optional(),
+    })
+    .optional(),
+  plugins: z.array(
+    z
+      .strictObject({ module: z.string().min(1).optional(), plugin: z.custom<PluginSpec['plugin']>((value) => isPluginDefinition(value), 'expected a plugin made with definePlugin').optional(), config: z.unknown().optional() })
+      .refine((spec) => spec.module !== undefined || spec.plugin !== undefined, 'a plugin entry needs a "module" path (or a "plugin" definition)'),
+  ),
+});
+
+/**
+ * Checks the config's own shape (not the plugins' configs: each plugin validates its own). Unknown
+ * keys are errors, so a typo (`defualts`, `cofig`) is caught instead of silently ignored.
+ * @throws HarnessError `INVALID_CONFIG` naming each bad path.
+ */
 function validateConfig(config: HarnessConfig, path: string | undefined): void {
   const where = path ?? 'the harness config';
-  if (typeof config !== 'object' || config === null || !Array.isArray(config.plugins)) {
-    throw new HarnessError('INVALID_CONFIG', `${where} must export { plugins: [...] } (a list of { module, config } entries).`);
-  }
-  config.plugins.forEach((spec, index) => {
-    if (typeof spec !== 'object' || spec === null || (spec.module === undefined && spec.plugin === undefined)) {
-      throw new HarnessError('INVALID_CONFIG', `plugins[${index}] in ${where} needs a "module" path (or a "plugin" definition).`);
-    }
+  const result = configSchema.safeParse(config);
+  if (result.success) return;
+  const issues = result.error.issues.map((issue) => {
+    const at = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+    const message = issue.code === 'unrecognized_keys' ? `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}` : issue.message;
+    return { code: 'INVALID_CONFIG', message, path: at };
   });
-  if (config.defaults !== undefined && (typeof config.defaults.provider !== 'string' || typeof config.defaults.model !== 'string')) {
-    throw new HarnessError('INVALID_CONFIG', `defaults in ${where} needs a provider and a model, e.g. { provider: 'scripted', model: 'scripted-default' }.`);
+  const lines = issues.map((issue) => `  - ${issue.path.length ? issue.path.join('.') : '(config)'}: ${issue.message}`);
+  throw new HarnessError('INVALID_CONFIG', `${where} is not a valid harness config:\n${lines.join('\n')}\nA config is defineConfig({ dataDir?, defaults?: { provider, model, reasoningEffort?, system? }, retry?, plugins: [{ module, config? }] }).`, { issues });
+}
+
+/** @throws HarnessError `WORKSPACE_NOT_FOUND` unless `path` is an existing directory. */
+function requireWorkspace(path: string): string {
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(path).isDirectory();
+  } catch {
+    // missing: reported below
   }
+  if (!isDirectory) {
+    throw new HarnessError('WORKSPACE_NOT_FOUND', `The workspace ${path} is not an existing directory; create it or give another one (--cwd).`, { details: { path } });
+  }
+  return path;
 }
 
 /** `$HARNESS_HOME`, else `~/.harness`; an explicit directory wins (relative to `baseDir`). */

@@ -2,9 +2,10 @@
  * The stream bench's contenders, and its consumer-process entry point.
  *
  * Each contender consumes one served stream completely per call and reports what it saw:
- * - `raw`: the official SDK Harness itself uses (`openai` chat.completions.create / `@anthropic-ai/sdk`
- *   messages.create, `stream: true`, retries off), iterating its events and counting them — the
- *   baseline and practical limit;
+ * - `raw`: the official SDK Harness itself uses — the ROOT install's `openai` / `@anthropic-ai/sdk`,
+ *   the very module instances the adapter plugins import (not pi-ai's older copies in
+ *   bench/node_modules) — `chat.completions.create` / `messages.create` with `stream: true`, retries
+ *   off, iterating its events and counting them: the baseline and practical limit;
  * - `harness`: what the agent loop does per model call (runtime/agent/session.ts `streamCall`):
  *   checkpoint, `prepareCall`, `prepared.stream()` through the adapter plugin and the `llm/stream`
  *   waterfall with 3 pass-through middlewares (async generators, as a plugin author writes them:
@@ -23,8 +24,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
+import type Anthropic from '@anthropic-ai/sdk';
+import type OpenAI from 'openai';
 import { createHarness, type Harness } from '../../runtime/harness.ts';
 import { BlockAssembler } from '../../runtime/llm/assembler.ts';
 import { markAgentLoopRequest } from '../../runtime/llm/call-config.ts';
@@ -34,7 +35,7 @@ import { createJournal } from '../../runtime/session/journal.ts';
 import type { SessionJournal } from '../../runtime/session/types.ts';
 import { projectRoot } from '../../test/support/fixture-server.ts';
 import { answer, collectGarbage, cpuMicros, isMain } from '../support.ts';
-import { importPeer } from '../peers.ts';
+import { importPeer, importRootPackage } from '../peers.ts';
 import type { ServedStream, StreamName } from './server.ts';
 
 export const CONTENDERS = ['raw', 'harness', 'vercel', 'pi'] as const;
@@ -70,9 +71,11 @@ const TOOLS: readonly ToolSpec[] = [
 
 // ── (a) raw SDK ───────────────────────────────────────────────────────────────────────────────────
 
-export function rawContender(served: Served): Record<StreamName, Consume> {
-  const openai = new OpenAI({ apiKey: KEY, baseURL: served.openai.url, maxRetries: 0 });
-  const anthropic = new Anthropic({ apiKey: KEY, baseURL: served.anthropic.url, maxRetries: 0 });
+export async function rawContender(served: Served): Promise<Record<StreamName, Consume>> {
+  const { default: OpenAISdk } = await importRootPackage<{ default: typeof OpenAI }>('openai');
+  const { default: AnthropicSdk } = await importRootPackage<{ default: typeof Anthropic }>('@anthropic-ai/sdk');
+  const openai = new OpenAISdk({ apiKey: KEY, baseURL: served.openai.url, maxRetries: 0 });
+  const anthropic = new AnthropicSdk({ apiKey: KEY, baseURL: served.anthropic.url, maxRetries: 0 });
   const tools = TOOLS.map((tool) => ({ type: 'function' as const, function: { name: tool.name, description: tool.description, parameters: tool.inputSchema as Record<string, unknown> } }));
   return {
     async openai() {
@@ -294,7 +297,7 @@ export interface Sample extends Consumed {
 async function contenderFor(name: Contender, served: Served): Promise<{ consume: Record<StreamName, Consume>; close(): Promise<void> }> {
   switch (name) {
     case 'raw':
-      return { consume: rawContender(served), close: async () => undefined };
+      return { consume: await rawContender(served), close: async () => undefined };
     case 'harness': {
       const rig = await harnessRig(served);
       return { consume: rig.consume, close: () => rig.close() };

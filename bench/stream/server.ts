@@ -3,9 +3,9 @@
  * SSE events (repeatSseFrames), is served byte for byte in two ways:
  * - `burst`: by the loopback fixture server (test/support/fixture-server.ts), the whole body in one
  *   write — the client reads 48–64 KiB at a time, a backlog of ~150–200 events per read;
- * - `paced`: by a small server here, one SSE event per write with a turn of the event loop
- *   (setImmediate) between writes — what a provider's token stream looks like to the client: a
- *   read carries one or a few events. No timer: the pace is this process's own speed.
+ * - `paced`: by a small server here, one SSE event per write, `BENCH_STREAM_PACE_US` (100 µs) apart —
+ *   what a provider's token stream looks like to the client: each read carries about one event
+ *   (unless the consumer falls behind). 20k events take ≥ 2 s of wall time; CPU is what is measured.
  * It runs in a process of its own, so that its CPU time is not counted in the consumer's.
  *
  * Prints one JSON line `{ modes: { burst: { openai: ServedStream, anthropic: … }, paced: … } }`, then
@@ -51,7 +51,16 @@ export function repeatedBody(fixture: string, target: number): { body: string; r
   return { body: repeatSseFrames(raw, repeat), repeat };
 }
 
-/** Serves `body` to every request, one SSE frame per write, a setImmediate between writes. */
+/** Pause between two events in `paced` mode, µs (a provider trickle: every read carries about one event). */
+const PACE_US = Number(process.env.BENCH_STREAM_PACE_US ?? 100);
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Serves `body` to every request, one SSE frame per write, PACE_US apart. The pause blocks this
+ * process (Atomics.wait: sub-millisecond, no spinning; the server has nothing else to do while a
+ * stream is read); when the consumer falls behind and the buffers fill, it waits for `drain` — a
+ * slower consumer then reads a backlog, as it would from a real provider.
+ */
 async function startPacedServer(body: string): Promise<{ url: string; close(): Promise<void> }> {
   const frames = splitSseFrames(body).map((frame) => Buffer.from(frame, 'utf8'));
   const server: Server = createServer((req, res) => {
@@ -60,17 +69,20 @@ async function startPacedServer(body: string): Promise<{ url: string; close(): P
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       res.flushHeaders();
       let i = 0;
+      // One frame per turn of the event loop (so that each write reaches the socket before the
+      // next), PACE_US apart.
       const pump = (): void => {
         if (res.destroyed) return;
         if (i >= frames.length) {
           res.end();
           return;
         }
-        // Respect backpressure: a consumer slower than this server gets the frames as it drains them.
-        if (res.write(frames[i++]!)) setImmediate(pump);
+        const writable = res.write(frames[i++]!);
+        Atomics.wait(sleeper, 0, 0, PACE_US / 1000);
+        if (writable) setImmediate(pump);
         else res.once('drain', pump);
       };
-      pump();
+      setImmediate(pump);
     });
   });
   server.keepAliveTimeout = 60_000;

@@ -14,8 +14,12 @@ import { definePlugin, HarnessError, z, type ApprovalAnswer, type ApprovalReques
 export const POLICY_NAMES = ['allow-all', 'read-only', 'always-ask', 'deny-all'] as const;
 export type PolicyName = (typeof POLICY_NAMES)[number];
 
-/** Asks a person about one call: answer `true` to allow. */
-export type AskFn = (request: ApprovalRequest) => boolean | Promise<boolean>;
+/**
+ * Asks a person about one call: `true` (or `{ allow: true }`) allows. A `reason` with a no is
+ * journaled as the decision's reason (e.g. "no answer (Ctrl-C)"); a bare `false` is "the user said no".
+ */
+export type AskFn = (request: ApprovalRequest) => AskAnswer | Promise<AskAnswer>;
+export type AskAnswer = boolean | { readonly allow: boolean; readonly reason?: string };
 
 export interface ApprovalPolicies {
   readonly names: readonly PolicyName[];
@@ -37,7 +41,10 @@ export function createPolicy(policy: string, options: { ask?: AskFn } = {}): App
   const by = `policy:${policy}`;
   const ask = async (request: ApprovalRequest, why: string): Promise<ApprovalAnswer> => {
     if (options.ask === undefined) return { decision: 'deny', decidedBy: by, reason: `${why}, and there is no one to ask` };
-    return (await options.ask(request)) ? { decision: 'allow', decidedBy: 'user' } : { decision: 'deny', decidedBy: 'user', reason: 'the user said no' };
+    const answer = await options.ask(request);
+    const allow = typeof answer === 'boolean' ? answer : answer.allow === true;
+    if (allow) return { decision: 'allow', decidedBy: 'user' };
+    return { decision: 'deny', decidedBy: 'user', reason: (typeof answer === 'object' ? answer.reason : undefined) ?? 'the user said no' };
   };
   switch (policy) {
     case 'allow-all':
@@ -55,7 +62,7 @@ export function createPolicy(policy: string, options: { ask?: AskFn } = {}): App
 
 export default definePlugin({
   name: 'approvals',
-  config: z.object({ default: z.enum(POLICY_NAMES).default('read-only') }).default({ default: 'read-only' }),
+  config: z.strictObject({ default: z.enum(POLICY_NAMES).default('read-only') }).default({ default: 'read-only' }),
   setup(ctx, config) {
     ctx.provide('approvals', {
       names: POLICY_NAMES,

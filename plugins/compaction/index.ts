@@ -78,7 +78,7 @@ export function cutIndex(messages: readonly Message[], keepTurns: number): numbe
 export default definePlugin({
   name: 'compaction',
   config: z
-    .object({
+    .strictObject({
       /** Tokens kept free below the context window; compaction starts when pressure crosses it. */
       reserveTokens: z.number().int().min(0).default(16_000),
       /** Most recent turns kept verbatim. */

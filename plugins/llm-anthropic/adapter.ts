@@ -46,24 +46,21 @@
  */
 import type Anthropic from '@anthropic-ai/sdk';
 import {
-  LlmAdapter,
   LlmError,
-  type AdapterDefaults,
+  RoutedSdkAdapter,
   type AssistantMessage,
   type ContentBlock,
   type GenerateOptions,
   type LlmFailure,
   type Message,
-  type ModelInfo,
-  type ProviderInfo,
-  type ReplayDegradeReport,
   type ReplayEnvelope,
   type StreamChunk,
+  type StreamParser,
   type TokenUsage,
   type ToolResultBlock,
 } from '../../runtime/index.ts';
 import type { AnthropicModel, AnthropicRoute } from './config.ts';
-import { ClientCache, StreamPump, type StreamParser } from './transport.ts';
+import { createAnthropicClient, pumpStream } from './transport.ts';
 
 export const ANTHROPIC_REPLAY_FORMAT = Object.freeze({ kind: 'anthropic', version: 1 });
 
@@ -79,23 +76,12 @@ export interface RedactedEntry {
 const DEFAULT_BUDGETS: Record<string, number> = { minimal: 1024, low: 2048, medium: 8192, high: 24_576, max: 32_000 };
 const DEFAULT_MAX_TOKENS = 8192;
 
-export class AnthropicAdapter extends LlmAdapter {
+export class AnthropicAdapter extends RoutedSdkAdapter<AnthropicRoute, Anthropic> {
   override readonly replayFormat = ANTHROPIC_REPLAY_FORMAT;
-  private readonly routes: ReadonlyMap<string, AnthropicRoute>;
-  private readonly clients = new ClientCache();
-  /** How many times the seam dropped a message's replay state before a request to this adapter. */
-  degradeCount = 0;
-  lastDegrade: ReplayDegradeReport | undefined;
+  protected readonly kind = 'anthropic';
 
   constructor(routes: readonly AnthropicRoute[]) {
-    super();
-    this.routes = new Map(routes.map((route) => [route.provider, route]));
-  }
-
-  private route(provider: string): AnthropicRoute {
-    const route = this.routes.get(provider);
-    if (route === undefined) throw new LlmError('NO_ADAPTER', `The anthropic adapter does not serve provider "${provider}".`, { details: { provider } });
-    return route;
+    super(routes, createAnthropicClient);
   }
 
   /**
@@ -106,26 +92,7 @@ export class AnthropicAdapter extends LlmAdapter {
     const route = this.route(options.provider);
     const client = this.clients.get(route);
     const body = buildAnthropicRequest(route, options) as unknown as Anthropic.MessageCreateParamsStreaming;
-    return new StreamPump<AnthropicEvent>(route.provider, options.signal, route.idleTimeoutMs, (signal) => client.messages.create(body, { signal }), new AnthropicStreamState(route.provider));
-  }
-
-  override providerInfo(provider: string): ProviderInfo {
-    return { provider, kind: 'anthropic', label: this.routes.get(provider)?.label ?? provider };
-  }
-
-  override listModels(provider: string): readonly ModelInfo[] {
-    return this.routes.get(provider)?.models ?? [];
-  }
-
-  /** Exact lookup; with `allowUnknownModels`, an unlisted id resolves to `{ id }`. */
-  override resolveModel(provider: string, model: string): ModelInfo | undefined {
-    const route = this.routes.get(provider);
-    if (route === undefined) return undefined;
-    return route.modelsById.get(model) ?? (route.allowUnknownModels ? { id: model } : undefined);
-  }
-
-  override defaults(provider: string): AdapterDefaults | undefined {
-    return this.routes.get(provider)?.defaults;
+    return pumpStream<AnthropicEvent>(route, options.signal, (signal) => client.messages.create(body, { signal }), new AnthropicStreamState(route.provider));
   }
 
   /** A thinking entry needs a string signature, a redacted one its string data. */
@@ -145,11 +112,6 @@ export class AnthropicAdapter extends LlmAdapter {
       }
     }
     return undefined;
-  }
-
-  override onReplayDegrade(report: ReplayDegradeReport): void {
-    this.degradeCount++;
-    this.lastDegrade = report;
   }
 }
 

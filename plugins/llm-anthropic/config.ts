@@ -19,57 +19,21 @@
  *   `output_config: { effort }`; such models may think without being asked). The effort `off` (or
  *   `none`), when a catalog lists it, sends `thinking: { type: 'disabled' }`.
  */
-import { z, type AdapterDefaults, type ModelInfo } from '../../runtime/index.ts';
+import { checkCatalog, modelEntrySchema, overlayRoute, resolveRouteFields, routeFields, z, type ModelInfo, type ResolvedRouteFields } from '../../runtime/index.ts';
 
-const modelSchema = z
-  .object({
-    id: z.string().min(1, 'a model needs a non-empty id'),
-    label: z.string().optional(),
-    contextWindow: z.number().int().positive().optional(),
-    maxOutputTokens: z.number().int().positive().optional(),
-    reasoningEfforts: z.array(z.string().min(1)).optional(),
-    defaultReasoningEffort: z.string().min(1).optional(),
-    inputModalities: z.array(z.enum(['text', 'image', 'file'])).optional(),
-    thinking: z.enum(['budget', 'adaptive']).optional(),
-    thinkingBudgets: z.record(z.string(), z.number().int().min(1024, 'a thinking budget is at least 1024 tokens')).optional(),
-  })
-  .strict()
-  .refine((model) => model.defaultReasoningEffort === undefined || (model.reasoningEfforts ?? []).includes(model.defaultReasoningEffort), {
-    message: 'defaultReasoningEffort must be one of the model\'s reasoningEfforts',
-    path: ['defaultReasoningEffort'],
-  });
+const modelSchema = modelEntrySchema({
+  thinking: z.enum(['budget', 'adaptive']).optional(),
+  thinkingBudgets: z.record(z.string(), z.number().int().min(1024, 'a thinking budget is at least 1024 tokens')).optional(),
+});
 
 export type AnthropicModelConfig = z.output<typeof modelSchema>;
 
-/** Extra HTTP headers: names are HTTP tokens, values single-line. */
-const headersSchema = z.record(z.string(), z.string()).superRefine((headers, ctx) => {
-  for (const [name, value] of Object.entries(headers)) {
-    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: `header name "${name}" is not an HTTP token (letters, digits, -)` });
-    if (/[\r\n]/.test(value)) ctx.addIssue({ code: 'custom', path: [name], message: 'header values cannot contain line breaks' });
-  }
-});
-
-const routeSchema = z
-  .object({
-    label: z.string().optional(),
-    baseURL: z.url({ message: 'baseURL must be an absolute URL, e.g. https://api.anthropic.com' }).optional(),
-    apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'apiKeyEnv must be an environment variable name, e.g. ANTHROPIC_API_KEY').optional(),
-    idleTimeoutMs: z.number().int().positive().optional(),
-    headers: headersSchema.optional(),
-    allowUnknownModels: z.boolean().optional(),
-    defaults: z
-      .object({ temperature: z.number().min(0).max(1).optional(), maxTokens: z.number().int().positive().optional(), reasoningEffort: z.string().min(1).optional() })
-      .strict()
-      .optional(),
-    models: z.array(modelSchema).optional(),
-  })
-  .strict();
+const routeSchema = z.strictObject(routeFields({ model: modelSchema, baseURLExample: 'https://api.anthropic.com', apiKeyEnvExample: 'ANTHROPIC_API_KEY', maxTemperature: 1 }));
 
 type RouteConfig = z.output<typeof routeSchema>;
 
 export const anthropicConfigSchema = z
-  .object({ providers: z.record(z.string().min(1, 'provider ids must be non-empty'), routeSchema).optional() })
-  .strict()
+  .strictObject({ providers: z.record(z.string().min(1, 'provider ids must be non-empty'), routeSchema).optional() })
   .superRefine((config, ctx) => {
     for (const [provider, route] of Object.entries(config.providers ?? {})) {
       const path = ['providers', provider];
@@ -77,15 +41,8 @@ export const anthropicConfigSchema = z
       if (builtin === undefined && route.baseURL === undefined) {
         ctx.addIssue({ code: 'custom', path: [...path, 'baseURL'], message: `provider "${provider}" is not built in: give its baseURL` });
       }
-      const models = route.models ?? builtin?.models ?? [];
-      if (models.length === 0 && route.allowUnknownModels !== true) {
-        ctx.addIssue({ code: 'custom', path: [...path, 'models'], message: `provider "${provider}" lists no models: add { id } entries to models, or set allowUnknownModels: true` });
-      }
-      const seen = new Set<string>();
-      models.forEach((model, index) => {
-        if (seen.has(model.id)) ctx.addIssue({ code: 'custom', path: [...path, 'models', index, 'id'], message: `model "${model.id}" is listed twice` });
-        seen.add(model.id);
-      });
+      const merged = overlayRoute(builtin, route);
+      checkCatalog(ctx, path, provider, merged.models ?? [], merged.allowUnknownModels);
     }
   });
 
@@ -97,19 +54,8 @@ export interface AnthropicModel extends ModelInfo {
   readonly thinkingBudgets?: Readonly<Record<string, number>>;
 }
 
-export interface AnthropicRoute {
-  readonly provider: string;
-  readonly label: string;
-  readonly baseURL: string;
-  readonly apiKeyEnv: string;
-  /** ms */
-  readonly idleTimeoutMs: number;
-  readonly headers?: Readonly<Record<string, string>>;
-  readonly allowUnknownModels: boolean;
-  readonly defaults?: AdapterDefaults;
-  readonly models: readonly AnthropicModel[];
-  readonly modelsById: ReadonlyMap<string, AnthropicModel>;
-}
+/** A validated route with every default applied. */
+export type AnthropicRoute = ResolvedRouteFields<AnthropicModel>;
 
 const EFFORTS = ['low', 'medium', 'high'];
 const MEDIA: ModelInfo['inputModalities'] = ['text', 'image', 'file'];
@@ -129,39 +75,8 @@ export const BUILTIN_ROUTES: Record<string, RouteConfig> = {
   anthropic: { label: 'Anthropic', baseURL: 'https://api.anthropic.com', apiKeyEnv: 'ANTHROPIC_API_KEY', models: ANTHROPIC_MODELS as RouteConfig['models'] },
 };
 
-export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
-
+/** The routes a validated config serves, defaults applied. */
 export function resolveRoutes(config: AnthropicPluginConfig): AnthropicRoute[] {
   const entries = config.providers === undefined ? Object.keys(BUILTIN_ROUTES).map((id) => [id, {}] as const) : Object.entries(config.providers);
-  return entries.map(([provider, given]) => {
-    const route: RouteConfig = { ...(BUILTIN_ROUTES[provider] ?? {}), ...stripUndefined(given) };
-    const models = (route.models ?? []).map(freezeModel);
-    return Object.freeze({
-      provider,
-      label: route.label ?? provider,
-      baseURL: route.baseURL!,
-      apiKeyEnv: route.apiKeyEnv ?? `${provider.toUpperCase().replace(/[^A-Z0-9_]/g, '_')}_API_KEY`,
-      idleTimeoutMs: route.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
-      ...(route.headers ? { headers: Object.freeze({ ...route.headers }) } : {}),
-      allowUnknownModels: route.allowUnknownModels ?? false,
-      ...(route.defaults ? { defaults: Object.freeze({ ...route.defaults }) } : {}),
-      models: Object.freeze(models),
-      modelsById: new Map(models.map((model) => [model.id, model])),
-    });
-  });
-}
-
-function freezeModel(model: AnthropicModelConfig | AnthropicModel): AnthropicModel {
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(model)) {
-    if (value === undefined) continue;
-    out[key] = Array.isArray(value) ? Object.freeze([...value]) : typeof value === 'object' && value !== null ? Object.freeze({ ...value }) : value;
-  }
-  return Object.freeze(out) as unknown as AnthropicModel;
-}
-
-function stripUndefined<T extends object>(value: T): Partial<T> {
-  const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) if (item !== undefined) out[key] = item;
-  return out as Partial<T>;
+  return entries.map(([provider, given]) => Object.freeze(resolveRouteFields<AnthropicModel>(provider, overlayRoute<RouteConfig>(BUILTIN_ROUTES[provider], given))));
 }

@@ -54,12 +54,13 @@ import {
   type Message,
   type ReplayEnvelope,
   type StreamChunk,
+  type StreamParser,
   type TokenUsage,
   type ToolResultBlock,
 } from '../../runtime/index.ts';
 import type { OpenAIRoute } from './config.ts';
 import { acceptsModality, contentFilterError, emptyResponseError, mediaUrl, missingFinishError, omittedMedia, OpenAIAdapterBase, syntheticCallId } from './shared.ts';
-import { StreamPump, type StreamParser } from './transport.ts';
+import { pumpStream } from './transport.ts';
 
 export const CHAT_REPLAY_FORMAT = Object.freeze({ kind: 'openai-chat', version: 1 });
 
@@ -91,7 +92,7 @@ export class OpenAIChatAdapter extends OpenAIAdapterBase {
     const route = this.route(options.provider);
     const client = this.clients.get(route);
     const body = buildChatRequest(route, options) as unknown as OpenAI.ChatCompletionCreateParamsStreaming;
-    return new StreamPump<ChatChunk>(route.provider, options.signal, route.idleTimeoutMs, (signal) => client.chat.completions.create(body, { signal }), new ChatStreamState(route));
+    return pumpStream<ChatChunk>(route, options.signal, (signal) => client.chat.completions.create(body, { signal }), new ChatStreamState(route));
   }
 
   override validateReplayState(envelope: ReplayEnvelope, message: AssistantMessage): string | undefined {

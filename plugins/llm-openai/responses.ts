@@ -54,12 +54,13 @@ import {
   type Message,
   type ReplayEnvelope,
   type StreamChunk,
+  type StreamParser,
   type TokenUsage,
   type ToolResultBlock,
 } from '../../runtime/index.ts';
 import type { OpenAIRoute } from './config.ts';
 import { acceptsModality, contentFilterError, emptyResponseError, mediaUrl, missingFinishError, omittedMedia, OpenAIAdapterBase } from './shared.ts';
-import { classifyProviderError, StreamPump, type StreamParser } from './transport.ts';
+import { classifyProviderError, pumpStream } from './transport.ts';
 
 export const RESPONSES_REPLAY_FORMAT = Object.freeze({ kind: 'openai-responses', version: 1 });
 
@@ -101,7 +102,7 @@ export class OpenAIResponsesAdapter extends OpenAIAdapterBase {
     }
     const client = this.clients.get(route);
     const body = buildResponsesRequest(route, options) as unknown as OpenAI.Responses.ResponseCreateParamsStreaming;
-    return new StreamPump<ResponsesEvent>(route.provider, options.signal, route.idleTimeoutMs, (signal) => client.responses.create(body, { signal }), new ResponsesStreamState(route.provider));
+    return pumpStream<ResponsesEvent>(route, options.signal, (signal) => client.responses.create(body, { signal }), new ResponsesStreamState(route.provider));
   }
 
   override validateReplayState(envelope: ReplayEnvelope, message: AssistantMessage): string | undefined {

@@ -1,67 +1,15 @@
 /**
- * What the Chat Completions and Responses adapters share: route lookup, the model catalog methods of
- * `LlmAdapter`, content helpers and the replay-degrade bookkeeping.
+ * What the Chat Completions and Responses adapters share: their base class and content helpers.
  */
-import {
-  LlmAdapter,
-  LlmError,
-  type AdapterDefaults,
-  type ContentBlock,
-  type ImageBlock,
-  type FileBlock,
-  type GenerateOptions,
-  type ModelInfo,
-  type ProviderInfo,
-  type ReplayDegradeReport,
-} from '../../runtime/index.ts';
+import type OpenAI from 'openai';
+import { LlmError, RoutedSdkAdapter, type ContentBlock, type FileBlock, type GenerateOptions, type ImageBlock } from '../../runtime/index.ts';
 import type { OpenAIRoute } from './config.ts';
-import { ClientCache } from './transport.ts';
+import { createOpenAIClient } from './transport.ts';
 
-/** Base of both OpenAI adapters: a set of routes of one API kind. */
-export abstract class OpenAIAdapterBase extends LlmAdapter {
-  protected readonly routes: ReadonlyMap<string, OpenAIRoute>;
-  protected readonly clients = new ClientCache();
-  /** How many times the seam dropped a message's replay state before a request to this adapter. */
-  degradeCount = 0;
-  /** The last such report. */
-  lastDegrade: ReplayDegradeReport | undefined;
-
+/** Base of both OpenAI adapters: a set of routes of one API kind (routes, catalog, key preflight: the kit's `RoutedSdkAdapter`). */
+export abstract class OpenAIAdapterBase extends RoutedSdkAdapter<OpenAIRoute, OpenAI> {
   constructor(routes: readonly OpenAIRoute[]) {
-    super();
-    this.routes = new Map(routes.map((route) => [route.provider, route]));
-  }
-
-  protected abstract readonly kind: string;
-
-  /** @throws LlmError `NO_ADAPTER` for a provider this adapter does not serve. */
-  protected route(provider: string): OpenAIRoute {
-    const route = this.routes.get(provider);
-    if (route === undefined) throw new LlmError('NO_ADAPTER', `The ${this.kind} adapter does not serve provider "${provider}".`, { details: { provider } });
-    return route;
-  }
-
-  override providerInfo(provider: string): ProviderInfo {
-    return { provider, kind: this.kind, label: this.routes.get(provider)?.label ?? provider };
-  }
-
-  override listModels(provider: string): readonly ModelInfo[] {
-    return this.routes.get(provider)?.models ?? [];
-  }
-
-  /** Exact lookup; with `allowUnknownModels`, an unlisted id resolves to `{ id }`. */
-  override resolveModel(provider: string, model: string): ModelInfo | undefined {
-    const route = this.routes.get(provider);
-    if (route === undefined) return undefined;
-    return route.modelsById.get(model) ?? (route.allowUnknownModels ? { id: model } : undefined);
-  }
-
-  override defaults(provider: string): AdapterDefaults | undefined {
-    return this.routes.get(provider)?.defaults;
-  }
-
-  override onReplayDegrade(report: ReplayDegradeReport): void {
-    this.degradeCount++;
-    this.lastDegrade = report;
+    super(routes, createOpenAIClient);
   }
 }
 

@@ -257,7 +257,7 @@ function isCassette(value: unknown): value is Cassette {
 export default definePlugin({
   name: 'llm-replay',
   config: z
-    .object({
+    .strictObject({
       journal: z.string().optional(),
       cassette: z.custom<Cassette>(isCassette, { message: 'expected a Cassette (createCassette(events))' }).optional(),
       provider: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).default('replay'),

@@ -22,7 +22,7 @@ export function backoffDelayMs(policy: ResolvedRetryPolicy, attempt: number, ran
 export default definePlugin({
   name: 'llm-retry',
   config: z
-    .object({
+    .strictObject({
       mode: z.enum(['normal', 'always']).optional(),
       maxRetries: z.number().int().min(0).max(100).optional(),
       retryableCodes: z.array(z.string().regex(/^[A-Z][A-Z0-9_]*$/, 'error codes are UPPER_SNAKE, e.g. RATE_LIMIT')).optional(),

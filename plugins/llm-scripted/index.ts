@@ -21,7 +21,7 @@ export type { ScriptContext, ScriptFunction, ScriptReply, JsonScript } from './s
 export default definePlugin({
   name: 'llm-scripted',
   config: z
-    .object({
+    .strictObject({
       /** Provider id the routes are registered under. */
       provider: z.string().min(1).default('scripted'),
       /** Delay between chunks in ms; 0 streams as fast as possible. */

@@ -54,22 +54,22 @@ export interface ScriptContext {
 
 export type ScriptFunction = (context: ScriptContext) => ScriptReply;
 
-const replySchema = z.object({
+const replySchema = z.strictObject({
   reasoning: z.string().optional(),
   text: z.string().optional(),
-  toolCalls: z.array(z.object({ name: z.string().min(1), arguments: z.union([z.record(z.string(), z.unknown()), z.string()]).optional(), id: z.string().optional() })).optional(),
+  toolCalls: z.array(z.strictObject({ name: z.string().min(1), arguments: z.union([z.record(z.string(), z.unknown()), z.string()]).optional(), id: z.string().optional() })).optional(),
   finish: z.enum(['stop', 'tool-calls', 'max-tokens']).optional(),
   usage: z
-    .object({ inputTokens: z.number().int().nonnegative().optional(), outputTokens: z.number().int().nonnegative().optional(), cacheReadTokens: z.number().int().nonnegative().optional(), cacheWriteTokens: z.number().int().nonnegative().optional(), reasoningTokens: z.number().int().nonnegative().optional() })
+    .strictObject({ inputTokens: z.number().int().nonnegative().optional(), outputTokens: z.number().int().nonnegative().optional(), cacheReadTokens: z.number().int().nonnegative().optional(), cacheWriteTokens: z.number().int().nonnegative().optional(), reasoningTokens: z.number().int().nonnegative().optional() })
     .optional(),
-  error: z.object({ code: z.string().regex(/^[A-Z][A-Z0-9_]*$/), message: z.string(), providerRetryAfterMs: z.number().nonnegative().optional() }).optional(),
+  error: z.strictObject({ code: z.string().regex(/^[A-Z][A-Z0-9_]*$/), message: z.string(), providerRetryAfterMs: z.number().nonnegative().optional() }).optional(),
 });
 
 /** The JSON script format. */
-export const jsonScriptSchema = z.object({
+export const jsonScriptSchema = z.strictObject({
   replies: z.array(
-    z.object({
-      when: z.object({ step: z.number().int().positive().optional(), turn: z.number().int().positive().optional(), userIncludes: z.string().optional(), purpose: z.string().optional() }).optional(),
+    z.strictObject({
+      when: z.strictObject({ step: z.number().int().positive().optional(), turn: z.number().int().positive().optional(), userIncludes: z.string().optional(), purpose: z.string().optional() }).optional(),
       /** One reply, or a list answered in order across matching calls of a turn's steps. */
       reply: replySchema,
     }),

@@ -82,7 +82,7 @@ declare global {
   }
 }
 
-const price = z.object({
+const price = z.strictObject({
   inputTokens: z.number().min(0).optional(),
   outputTokens: z.number().min(0).optional(),
   cacheReadTokens: z.number().min(0).optional(),
@@ -141,7 +141,7 @@ const count = (value: unknown): value is number => typeof value === 'number' && 
 export default definePlugin({
   name: 'token-meter',
   config: z
-    .object({
+    .strictObject({
       /** provider → model (or '*') → USD per million tokens, per class. */
       prices: z.record(z.string(), z.record(z.string(), price)).default({}),
     })

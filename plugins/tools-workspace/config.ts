@@ -10,7 +10,7 @@ export type WorkspaceToolName = (typeof TOOL_NAMES)[number];
 const MIB = 1024 * 1024;
 const positiveInt = () => z.number().int().positive();
 
-export const workspaceToolsConfig = z.object({
+export const workspaceToolsConfig = z.strictObject({
   /** The workspace root (absolute). Default: each session's own `cwd`, read at call time. */
   root: z
     .string()
@@ -23,7 +23,7 @@ export const workspaceToolsConfig = z.object({
   /** Close-out output cap, in characters, for every tool but read_file (default 16,000). */
   maxOutputChars: positiveInt().default(16_000),
   read: z
-    .object({
+    .strictObject({
       /** Bytes of file text one read_file window may hold (default 1 MiB). */
       maxBytes: positiveInt().default(MIB),
       /** Lines per window when the call gives no `limit`. */
@@ -35,19 +35,19 @@ export const workspaceToolsConfig = z.object({
     })
     .prefault({}),
   write: z
-    .object({
+    .strictObject({
       /** Largest content write_file accepts, and largest file edit_file edits, in bytes (default 10 MiB). */
       maxBytes: positiveInt().default(10 * MIB),
     })
     .prefault({}),
   listDir: z
-    .object({
+    .strictObject({
       /** Entries listed at most (default 1000). */
       maxEntries: positiveInt().default(1000),
     })
     .prefault({}),
   grep: z
-    .object({
+    .strictObject({
       /** Matches reported when the call gives no `max_results` (default 100). */
       defaultMaxResults: positiveInt().default(100),
       /** Files larger than this are skipped, in bytes (default 10 MiB). */
@@ -57,7 +57,7 @@ export const workspaceToolsConfig = z.object({
     })
     .prefault({}),
   exec: z
-    .object({
+    .strictObject({
       /** The shell run as `<shell> -c <command>`. */
       shell: z.string().default('/bin/bash'),
       /** Default and longest timeout of one command, ms (default 120,000). */

@@ -20,16 +20,21 @@ export function cliVersion(): string {
 }
 
 /**
- * The config file a command loads: `--config <path>`, else `$HARNESS_CONFIG`, else
- * `./harness.config.ts` when the working directory has one, else the project's own
+ * The config file a command loads, and why that one: `--config <path>`, else `$HARNESS_CONFIG`,
+ * else `./harness.config.ts` when the working directory has one, else the project's own
  * `harness.config.ts` (every plugin of the product, `scripted` as the default model).
  */
-export function resolveConfigPath(option: string | undefined, cwd = process.cwd()): string {
-  if (option) return resolve(cwd, option);
-  if (process.env.HARNESS_CONFIG) return resolve(cwd, process.env.HARNESS_CONFIG);
+export function configSource(option: string | undefined, cwd = process.cwd()): { path: string; from: string } {
+  if (option) return { path: resolve(cwd, option), from: 'from --config' };
+  if (process.env.HARNESS_CONFIG) return { path: resolve(cwd, process.env.HARNESS_CONFIG), from: 'from $HARNESS_CONFIG' };
   const local = resolve(cwd, 'harness.config.ts');
-  if (existsSync(local)) return local;
-  return resolve(projectRoot, 'harness.config.ts');
+  if (existsSync(local)) return { path: local, from: 'the working directory\'s harness.config.ts' };
+  return { path: resolve(projectRoot, 'harness.config.ts'), from: 'the project\'s default config' };
+}
+
+/** The config file a command loads (see {@link configSource}). */
+export function resolveConfigPath(option: string | undefined, cwd = process.cwd()): string {
+  return configSource(option, cwd).path;
 }
 
 /**
@@ -64,10 +69,28 @@ export function processIo(): Io {
   return { out: process.stdout, err: process.stderr, c: pc, interactive: process.stdout.isTTY === true };
 }
 
-/** Writes and resolves once the stream has taken the text (so an exit right after loses nothing). */
+/**
+ * Writes and resolves once the stream has taken the text (so an exit right after loses nothing), or
+ * once it failed or closed (a reader that went away is not waited for).
+ */
 export function writeAll(stream: NodeJS.WriteStream, text: string): Promise<void> {
   return new Promise((done) => {
-    if (stream.write(text)) done();
-    else stream.once('drain', () => done());
+    if (stream.destroyed || stream.writableEnded) return done();
+    let ok: boolean;
+    try {
+      ok = stream.write(text);
+    } catch {
+      return done();
+    }
+    if (ok) return done();
+    const finish = () => {
+      stream.off('drain', finish);
+      stream.off('error', finish);
+      stream.off('close', finish);
+      done();
+    };
+    stream.once('drain', finish);
+    stream.once('error', finish);
+    stream.once('close', finish);
   });
 }

@@ -1,7 +1,50 @@
 /**
- * Text formatting shared by the commands: numbers, token usage, cost, times, tool calls and results.
+ * Text formatting shared by the commands: numbers, token usage, cost, times, tool calls and results,
+ * and {@link printable}, which every text that came from a model, a tool or a journal goes through
+ * before it reaches the terminal.
  */
 import type { Message, TokenUsage, ToolResultBlock } from '../index.ts';
+
+/** C0 controls but \t and \n, DEL, and the C1 controls (0x80–0x9f: 0x9b is a one-byte CSI). */
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+function visible(char: string): string {
+  const code = char.charCodeAt(0);
+  if (code < 0x20) return String.fromCharCode(0x2400 + code); // ␀ … ␛ … ␟ (Unicode control pictures)
+  if (code === 0x7f) return '␡';
+  return `\\u${code.toString(16).padStart(4, '0')}`;
+}
+
+/**
+ * Text that is safe to print: every control character but tab and newline is replaced by a visible
+ * stand-in (ESC → ␛, BEL → ␇, a C1 control → `\u009b`), so nothing a model, a tool or a journal says
+ * can move the cursor, clear the screen or set the window title. CRLF line ends stay line ends.
+ */
+export function printable(text: string): string {
+  return text.replace(/\r\n/g, '\n').replace(CONTROL, visible);
+}
+
+/**
+ * {@link printable} for a stream of fragments: a CR at the end of a fragment waits for the next one
+ * (a CRLF split across two fragments is still a line end).
+ */
+export class PrintableStream {
+  private pendingCR = false;
+
+  push(text: string): string {
+    let input = this.pendingCR ? `\r${text}` : text;
+    this.pendingCR = input.endsWith('\r');
+    if (this.pendingCR) input = input.slice(0, -1);
+    return printable(input);
+  }
+
+  /** What is held back (a lone CR), made printable. */
+  flush(): string {
+    if (!this.pendingCR) return '';
+    this.pendingCR = false;
+    return printable('\r');
+  }
+}
 
 export function formatCount(value: number): string {
   return value.toLocaleString('en-US');
@@ -59,9 +102,9 @@ export function formatMs(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-/** One line, at most `max` characters (an ellipsis marks the cut). */
+/** One printable line, at most `max` characters (an ellipsis marks the cut). */
 export function oneLine(text: string, max = 120): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
+  const flat = printable(text.replace(/\s+/g, ' ').trim());
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 

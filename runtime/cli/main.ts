@@ -1,17 +1,25 @@
 /**
  * The `harness` command (DESIGN "Layout": runtime/cli). `bin/harness.js` registers tsx and calls
- * {@link main}. Every command resolves the config (`--config`, else `$HARNESS_CONFIG`, else
+ * {@link runCli}. Every command resolves the config (`--config`, else `$HARNESS_CONFIG`, else
  * `./harness.config.ts` in the working directory, else the project's own) and the data directory
  * (`--data-dir`, else the config's `dataDir`, else `$HARNESS_HOME`, else `~/.harness`).
  *
- * Errors: a HarnessError prints `error CODE: message` and exits 1; anything else prints its message
- * (its stack with `--debug`) and exits 1.
+ * Errors: a HarnessError prints `error CODE: message` and exits 1, followed by a `hint:` line with
+ * the flag or command to use when the CLI has one for that code (and, for a config or plugin that
+ * does not load, the `file:line:col` of the problem); a file-system error prints its code the same
+ * way; anything else prints its message (its stack with `--debug`) and exits 1.
+ *
+ * SIGTERM and SIGHUP stop a running turn like the first Ctrl-C (the journal is closed, its lock
+ * released) and exit 128 + the signal's number; output to a closed pipe is dropped and the process
+ * exits 0 (see lifecycle.ts).
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { HarnessError } from '../index.ts';
-import { cliVersion, processIo, writeAll, type Io } from './env.ts';
+import { cliVersion, configSource, processIo, writeAll, type Io } from './env.ts';
+import { printable } from './format.ts';
+import { installProcessHandlers, stopRequested } from './lifecycle.ts';
 import type { GlobalOptions } from './setup.ts';
-import { POLICIES } from './setup.ts';
+import { errorLocation, hintFor, openedDataDir, POLICIES, withConfigPath } from './setup.ts';
 
 const positiveInt = (value: string): number => {
   const n = Number(value);
@@ -24,20 +32,35 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
   const program = new Command('harness')
     .description('Harness — an event-sourced agent runtime. Every session is an append-only journal you can replay, resume, fork and re-run offline.')
     .version(cliVersion(), '-V, --version')
-    .option('--config <path>', 'harness config file (default: ./harness.config.ts if present, else the project\'s harness.config.ts)')
-    .option('--data-dir <dir>', 'where journals live, in <dir>/sessions (default: $HARNESS_HOME, else ~/.harness)')
+    .option('--config <path>', 'harness config file (default: $HARNESS_CONFIG if set, else ./harness.config.ts if present, else the project\'s harness.config.ts)')
+    .option('--data-dir <dir>', 'where journals live, in <dir>/sessions (default: the config\'s dataDir, else $HARNESS_HOME, else ~/.harness)')
     .option('--debug', 'print stacks of unexpected errors and info diagnostics')
     .option('--no-color', 'no colours (also: NO_COLOR=1)')
     .showSuggestionAfterError(true)
     .configureOutput({ writeOut: (s) => io.out.write(s), writeErr: (s) => io.err.write(s) })
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Environment:',
+        '  HARNESS_CONFIG     the config file when --config is not given',
+        '  HARNESS_HOME       the data directory when neither --data-dir nor the config\'s dataDir is given',
+        '  OPENAI_API_KEY, DEEPSEEK_API_KEY, ANTHROPIC_API_KEY   keys of the real providers',
+        '  OPENAI_BASE_URL, DEEPSEEK_BASE_URL, ANTHROPIC_BASE_URL  other endpoints for them',
+        '  NO_COLOR           no colours',
+        '',
+        'Tools: the file tools are confined to the workspace (--cwd); exec_command runs a shell in the',
+        'workspace directory, which can reach anything the shell can — approve it with care.',
+      ].join('\n'),
+    )
     .exitOverride();
   const globals = (): GlobalOptions => program.opts<GlobalOptions>();
   const turnOptions = (command: Command): Command =>
     command
       .option('-p, --provider <id>', 'provider to use (scripted, openai, deepseek, anthropic, …)')
       .option('-m, --model <id>', 'model id (default: the config\'s, or the provider\'s first listed model)')
-      .addOption(new Option('-a, --approve <policy>', 'approval policy for tool calls; asking policies prompt y/n in a terminal').choices(POLICIES).default('read-only'))
-      .option('--cwd <dir>', 'workspace the tools work in (default: the current directory, or the resumed session\'s)')
+      .addOption(new Option('-a, --approve <policy>', 'approval policy for tool calls (default: the approvals plugin\'s, read-only); asking policies prompt y/n in a terminal').choices(POLICIES))
+      .option('--cwd <dir>', 'workspace the tools work in; must exist (default: the current directory, or the resumed session\'s)')
       .option('-r, --resume <session>', 'continue a session (id or journal path)')
       .option('--reasoning-effort <effort>', 'reasoning effort for the model (e.g. low, medium, high)');
 
@@ -83,7 +106,7 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     .command('fork')
     .argument('<session>', 'session id or journal path')
     .requiredOption('--at <seq>', 'keep the events 1..seq (0 keeps none)', positiveInt)
-    .option('--close-turn', 'allow a seq inside a turn: the fork closes it with synthetic events')
+    .option('--close-turn', 'allow a seq inside a turn (refused otherwise, FORK_INSIDE_TURN): the fork closes that turn with synthetic events')
     .option('--id <id>', 'id of the new session (default: a random UUID)')
     .description('start a new session from a prefix of another')
     .action(async (session: string, options) => {
@@ -118,33 +141,59 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     return code;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode;
-    return reportError(error, io, program.opts<GlobalOptions>().debug === true);
+    return reportError(error, io, program.opts<GlobalOptions>());
   }
 }
 
-/** `error CODE: message` for a HarnessError; message (stack with --debug) otherwise. Returns 1. */
-export function reportError(error: unknown, io: Io, debug: boolean): number {
+/** File-system errors the CLI names by their code (a path that is a file, a directory, unreadable…). */
+const FILE_SYSTEM_CODES = /^E[A-Z]+$/;
+
+/**
+ * `error CODE: message` (plus the `file:line:col` of a config or plugin that does not load, and a
+ * `hint:` line) for a HarnessError or a file-system error; message (stack with --debug) otherwise.
+ * Returns 1.
+ */
+export async function reportError(error: unknown, io: Io, globals: GlobalOptions): Promise<number> {
   const { c } = io;
+  const debug = globals.debug === true;
   if (HarnessError.is(error)) {
-    io.err.write(`${c.red(`error ${error.code}:`)} ${error.message}\n`);
+    const config = configSource(globals.config).path;
+    io.err.write(`${c.red(`error ${error.code}:`)} ${printable(withConfigPath(error, config))}\n`);
+    const where = await errorLocation(error, config).catch(() => undefined);
+    if (where) {
+      io.err.write(`  at ${where.at}\n`);
+      if (where.lineText !== undefined) io.err.write(`${c.dim(`  │ ${printable(where.lineText)}`)}\n${c.dim(`  │ ${' '.repeat(where.column ?? 0)}^`)}\n`);
+    }
+    const hint = hintFor(error, { globals, ...(openedDataDir ? { dataDir: openedDataDir } : {}) });
+    if (hint) io.err.write(`${c.dim(`hint: ${hint}`)}\n`);
     if (debug) {
       io.err.write(`${c.dim(error.stack ?? '')}\n`);
       if (error.cause instanceof Error) io.err.write(`${c.dim(`cause: ${error.cause.stack ?? error.cause.message}`)}\n`);
     }
     return 1;
   }
+  const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
-  io.err.write(`${c.red('error:')} ${message}\n`);
+  if (typeof code === 'string' && FILE_SYSTEM_CODES.test(code)) {
+    io.err.write(`${c.red(`error ${code}:`)} ${printable(message)}\n`);
+    if (debug) io.err.write(`${c.dim(error instanceof Error ? (error.stack ?? '') : '')}\n`);
+    return 1;
+  }
+  io.err.write(`${c.red('error:')} ${printable(message)}\n`);
   if (debug) io.err.write(`${c.dim(error instanceof Error ? (error.stack ?? '') : '')}\n`);
   else io.err.write(c.dim('(an unexpected error; run with --debug for the stack)\n'));
   return 1;
 }
 
-/** Entry point of bin/harness.js: runs, flushes, exits with the command's code. */
+/**
+ * Entry point of bin/harness.js: runs, flushes, exits with the command's code — or with the stop's
+ * code when SIGTERM, SIGHUP or a closed output pipe ended the command (see lifecycle.ts).
+ */
 export async function runCli(argv: readonly string[]): Promise<never> {
   const io = processIo();
+  installProcessHandlers(io);
   const code = await main(argv, io);
   await writeAll(io.out, '');
   await writeAll(io.err, '');
-  process.exit(code);
+  process.exit(stopRequested()?.exitCode ?? code);
 }

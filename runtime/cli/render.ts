@@ -1,11 +1,14 @@
 /**
  * Rendering session events for a person: live (streamed chunks, a spinner while the model is
  * silent) for `run` and `chat`, and as a transcript (assembled messages) for `replay`.
+ *
+ * Everything that came from a model, a tool or a journal is printed through `printable` (format.ts):
+ * its control characters are shown, never obeyed. Only the renderer's own colours reach the terminal.
  */
 import ora, { type Ora } from 'ora';
-import type { AnySessionEvent, Harness, Message, SessionEvent, SessionHeader, StreamChunk, TokenUsage } from '../index.ts';
+import type { AnySessionEvent, Message, SessionEvent, SessionHeader, StreamChunk } from '../index.ts';
 import type { Io } from './env.ts';
-import { addUsage, formatArguments, formatCost, formatMs, formatUsage, headLines, oneLine, toolResultText } from './format.ts';
+import { formatArguments, formatMs, formatUsage, headLines, oneLine, printable, PrintableStream, toolResultText } from './format.ts';
 
 const RESULT_LINES = 4;
 
@@ -18,8 +21,8 @@ export class LiveRenderer {
   private current: 'reasoning' | 'text' | undefined;
   private readonly toolNames = new Map<string, string>();
   private readonly shownWaiters = new Map<string, () => void>();
-  /** Usage of this run's model replies (for the footer when no token meter is loaded). */
-  readonly usage: Record<string, number> = {};
+  /** The streamed text of the current block, made printable fragment by fragment. */
+  private stream = new PrintableStream();
   /** Assistant messages produced in this run. */
   messageCount = 0;
   lastTurnEnd: SessionEvent<'turn/end'> | undefined;
@@ -57,18 +60,17 @@ export class LiveRenderer {
         break;
       case 'assistant/message':
         this.messageCount++;
-        addUsage(this.usage, event.data.usage);
         this.current = undefined;
         if (event.data.interrupted) this.line(c.yellow('(interrupted: the rest of this reply was not received)'));
         break;
       case 'tool/call':
         this.toolNames.set(event.data.callId, event.data.name);
-        this.line(`${c.cyan('→')} ${c.bold(event.data.name)} ${c.dim(formatArguments(event.data.arguments))}`);
+        this.line(`${c.cyan('→')} ${c.bold(printable(event.data.name))} ${c.dim(formatArguments(event.data.arguments))}`);
         this.shownWaiters.get(event.data.callId)?.();
         this.shownWaiters.delete(event.data.callId);
         break;
       case 'approval/decided':
-        if (event.data.decision === 'deny') this.line(c.red(`  ✗ denied (${event.data.decidedBy}${event.data.reason ? `: ${event.data.reason}` : ''})`));
+        if (event.data.decision === 'deny') this.line(c.red(`  ✗ denied (${printable(event.data.decidedBy)}${event.data.reason ? `: ${oneLine(event.data.reason, 300)}` : ''})`));
         else if (event.data.decidedBy === 'user') this.line(c.dim('  ✓ allowed by you'));
         break;
       case 'tool/start':
@@ -79,7 +81,7 @@ export class LiveRenderer {
         break;
       case 'llm/retry': {
         const { attempt, maxRetries, delayMs, failure } = event.data;
-        this.line(c.yellow(`↻ retry ${attempt}/${maxRetries} in ${formatMs(delayMs)} — ${failure.code}: ${oneLine(failure.message, 160)}`));
+        this.line(c.yellow(`↻ retry ${attempt}/${maxRetries} in ${formatMs(delayMs)} — ${printable(failure.code)}: ${oneLine(failure.message, 160)}`));
         this.wait('waiting to retry…');
         break;
       }
@@ -87,7 +89,7 @@ export class LiveRenderer {
         this.line(c.dim(`… compacting ${event.data.messageCount} messages (${event.data.trigger})`));
         break;
       case 'compaction/end':
-        this.line(c.dim(event.data.outcome === 'compacted' ? `… compacted (${event.data.keptMessageCount ?? '?'} messages kept)` : `… compaction failed: ${event.data.failure?.message ?? 'unknown'}`));
+        this.line(c.dim(event.data.outcome === 'compacted' ? `… compacted (${event.data.keptMessageCount ?? '?'} messages kept)` : `… compaction failed: ${oneLine(event.data.failure?.message ?? 'unknown', 240)}`));
         break;
       case 'turn/end':
         this.pause();
@@ -122,18 +124,24 @@ export class LiveRenderer {
         if (chunk.blockType === 'reasoning' || chunk.blockType === 'text') {
           this.breakLine();
           this.current = chunk.blockType;
+          this.stream = new PrintableStream();
         }
         break;
-      case 'reasoning-delta':
+      case 'reasoning-delta': {
         this.pause();
-        this.write(c.dim(chunk.text));
+        const text = this.stream.push(chunk.text);
+        if (text) this.write(c.dim(text));
         break;
+      }
       case 'text-delta':
         this.pause();
-        this.write(chunk.text);
+        this.write(this.stream.push(chunk.text));
         break;
       case 'block-end':
-        if (this.current !== undefined) this.breakLine();
+        if (this.current !== undefined) {
+          this.write(this.stream.flush());
+          this.breakLine();
+        }
         this.current = undefined;
         break;
       case 'finish':
@@ -150,7 +158,7 @@ export class LiveRenderer {
     const { text, isError } = toolResultText(data.message);
     const name = this.toolNames.get(data.callId) ?? 'tool';
     const { lines, more } = headLines(text, RESULT_LINES);
-    const status = isError ? c.red(`✗ ${name} failed${data.code ? ` (${data.code})` : ''}`) : c.green(`✓ ${name}`);
+    const status = isError ? c.red(`✗ ${printable(name)} failed${data.code ? ` (${printable(data.code)})` : ''}`) : c.green(`✓ ${printable(name)}`);
     const took = data.durationMs !== undefined ? c.dim(` ${formatMs(data.durationMs)}`) : '';
     this.line(`  ${status}${took}`);
     for (const line of lines) this.write(`${c.dim('  │ ')}${isError ? c.red(oneLine(line, 160)) : c.dim(oneLine(line, 160))}\n`);
@@ -174,23 +182,6 @@ export class LiveRenderer {
   }
 }
 
-/** Token totals and cost of a session as this process saw it (from `ctx.tokenMeter` when loaded). */
-export function usageFooter(harness: Harness, sessionId: string, fallback: TokenUsage, io: Io): string {
-  const meter = harness.ctx.tokenMeter;
-  if (meter === undefined) return `tokens  ${formatUsage(fallback)}`;
-  const usage = meter.session(sessionId);
-  const requests = usage.requests.length;
-  let cost: string;
-  if (requests === 0) cost = '';
-  else if (usage.pricedRequestCount === requests) cost = ` · cost ${formatCost(usage.costUsd)}`;
-  else if (usage.pricedRequestCount > 0) cost = ` · cost ${formatCost(usage.costUsd)} (${requests - usage.pricedRequestCount} of ${requests} requests unpriced)`;
-  else {
-    const last = usage.requests.at(-1)!;
-    cost = io.c.dim(` · cost n/a (no price for ${last.provider}/${last.model})`);
-  }
-  return `tokens  ${formatUsage(usage.totals)}${cost}`;
-}
-
 /** Prints a journal as a readable transcript, event by event (assembled messages, not chunks). */
 export class TranscriptPrinter {
   private readonly io: Io;
@@ -202,10 +193,11 @@ export class TranscriptPrinter {
 
   header(header: SessionHeader, path: string): void {
     const { c } = this.io;
-    const lines = [`${c.bold('session')} ${header.id}`, `${c.dim('journal')} ${path}`, `${c.dim('created')} ${new Date(header.createdAtMs).toISOString()}`];
-    if (header.cwd) lines.push(`${c.dim('cwd')}     ${header.cwd}`);
-    if (header.parent) lines.push(`${c.dim('fork of')} ${header.parent.sessionId} at seq ${header.parent.seq}`);
-    if (header.importedFrom) lines.push(`${c.dim('imported')} from ${header.importedFrom.format} ${header.importedFrom.path}`);
+    const created = Number.isFinite(header.createdAtMs) ? new Date(header.createdAtMs).toISOString() : String(header.createdAtMs);
+    const lines = [`${c.bold('session')} ${printable(header.id)}`, `${c.dim('journal')} ${printable(path)}`, `${c.dim('created')} ${created}`];
+    if (header.cwd) lines.push(`${c.dim('cwd')}     ${printable(header.cwd)}`);
+    if (header.parent) lines.push(`${c.dim('fork of')} ${printable(header.parent.sessionId)} at seq ${header.parent.seq}`);
+    if (header.importedFrom) lines.push(`${c.dim('imported')} from ${printable(header.importedFrom.format)} ${printable(header.importedFrom.path)}`);
     this.print(lines.join('\n'));
   }
 
@@ -219,13 +211,13 @@ export class TranscriptPrinter {
       case 'turn/end': {
         const reason = event.data.reason;
         const colour = reason === 'completed' ? c.green : reason === 'aborted' || reason === 'max-tokens' ? c.yellow : c.red;
-        this.print(`${seq} ${colour(`turn ${event.data.turn} ${reason}`)}${event.data.failure ? c.red(` — ${event.data.failure.code}: ${oneLine(event.data.failure.message, 200)}`) : ''}`);
+        this.print(`${seq} ${colour(`turn ${event.data.turn} ${printable(reason)}`)}${event.data.failure ? c.red(` — ${printable(event.data.failure.code)}: ${oneLine(event.data.failure.message, 200)}`) : ''}`);
         break;
       }
       case 'request/header': {
         const { header, reason } = event.data;
         const tools = Array.isArray(header.tools) ? header.tools.map((t) => t.name).join(', ') : String(header.tools);
-        this.print(`${seq} ${c.dim(`model ${header.config.provider}/${header.config.model}${header.config.reasoningEffort ? ` (effort ${header.config.reasoningEffort})` : ''} · ${reason} · tools: ${tools || 'none'}`)}`);
+        this.print(`${seq} ${c.dim(printable(`model ${header.config.provider}/${header.config.model}${header.config.reasoningEffort ? ` (effort ${header.config.reasoningEffort})` : ''} · ${reason} · tools: ${tools || 'none'}`))}`);
         break;
       }
       case 'user/message':
@@ -244,19 +236,19 @@ export class TranscriptPrinter {
         this.toolNames.set(event.data.callId, event.data.name);
         break;
       case 'approval/decided':
-        if (event.data.decision === 'deny') this.print(`${seq} ${c.red(`denied ${this.toolNames.get(event.data.callId) ?? event.data.callId} (${event.data.decidedBy}${event.data.reason ? `: ${event.data.reason}` : ''})`)}`);
+        if (event.data.decision === 'deny') this.print(`${seq} ${c.red(printable(`denied ${this.toolNames.get(event.data.callId) ?? event.data.callId} (${event.data.decidedBy}${event.data.reason ? `: ${event.data.reason}` : ''})`))}`);
         break;
       case 'tool/result': {
         const { text, isError } = toolResultText(event.data.message);
         const name = this.toolNames.get(event.data.callId) ?? 'tool';
         const { lines, more } = headLines(text, RESULT_LINES);
-        this.print(`${seq} ${isError ? c.red(`✗ ${name}${event.data.code ? ` (${event.data.code})` : ''}`) : c.green(`✓ ${name}`)}`);
+        this.print(`${seq} ${isError ? c.red(printable(`✗ ${name}${event.data.code ? ` (${event.data.code})` : ''}`)) : c.green(`✓ ${printable(name)}`)}`);
         for (const line of lines) this.print(`      ${c.dim('│ ')}${c.dim(oneLine(line, 160))}`);
         if (more > 0) this.print(`      ${c.dim(`│ … ${more} more line${more === 1 ? '' : 's'}`)}`);
         break;
       }
       case 'llm/retry':
-        this.print(`${seq} ${c.yellow(`retry ${event.data.attempt}/${event.data.maxRetries} after ${formatMs(event.data.delayMs)} — ${event.data.failure.code}`)}`);
+        this.print(`${seq} ${c.yellow(`retry ${event.data.attempt}/${event.data.maxRetries} after ${formatMs(event.data.delayMs)} — ${printable(event.data.failure.code)}`)}`);
         break;
       case 'compaction/summary':
         this.print(`${seq} ${c.dim(`compaction summary: ${oneLine(event.data.summary, 160)}`)}`);
@@ -265,7 +257,7 @@ export class TranscriptPrinter {
         this.print(`${seq} ${c.dim(`surface messages ${event.data.start}–${event.data.end} replaced by ${event.data.messages.length}`)}`);
         break;
       case 'session/title':
-        this.print(`${seq} ${c.dim(`title: ${event.data.title}`)}`);
+        this.print(`${seq} ${c.dim(`title: ${oneLine(event.data.title, 200)}`)}`);
         break;
       default:
         break;
@@ -275,18 +267,18 @@ export class TranscriptPrinter {
   /** One message, role-labelled: reasoning dimmed, text as is, tool calls as `→ name args`. */
   message(prefix: string, message: Message): void {
     const { c } = this.io;
-    const role = message.role === 'assistant' ? c.magenta('assistant') : message.source.kind === 'tool' ? c.cyan('tool') : message.source.kind === 'plugin' ? c.dim(`plugin ${message.source.plugin}`) : c.blue('user');
+    const role = message.role === 'assistant' ? c.magenta('assistant') : message.source.kind === 'tool' ? c.cyan('tool') : message.source.kind === 'plugin' ? c.dim(`plugin ${printable(message.source.plugin)}`) : c.blue('user');
     const lines: string[] = [];
     for (const block of message.content) {
-      if (block.type === 'text') lines.push(block.text);
-      else if (block.type === 'reasoning') lines.push(c.dim(block.redacted ? '[redacted reasoning]' : block.text));
+      if (block.type === 'text') lines.push(printable(block.text));
+      else if (block.type === 'reasoning') lines.push(...(block.redacted ? '[redacted reasoning]' : printable(block.text)).split('\n').map((line) => c.dim(line)));
       else if (block.type === 'tool-call') {
         this.toolNames.set(block.id, block.name);
-        lines.push(`${c.cyan('→')} ${c.bold(block.name)} ${c.dim(formatArguments(block.arguments))}`);
+        lines.push(`${c.cyan('→')} ${c.bold(printable(block.name))} ${c.dim(formatArguments(block.arguments))}`);
       } else if (block.type === 'tool-result') {
         const { lines: head, more } = headLines(block.content.map((p) => (p.type === 'text' ? p.text : '[image]')).join(''), RESULT_LINES);
         lines.push(...head.map((line) => c.dim(`│ ${oneLine(line, 160)}`)), ...(more ? [c.dim(`│ … ${more} more`)] : []));
-      } else lines.push(c.dim(`[${block.type}]`));
+      } else lines.push(c.dim(`[${printable(String(block.type))}]`));
     }
     const body = lines.join('\n').split('\n');
     this.print(`${prefix} ${role}: ${body[0] ?? ''}`);

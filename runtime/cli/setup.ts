@@ -1,10 +1,25 @@
 /**
- * What the commands share: opening the harness from the config, picking the model of a run,
- * approvals, and session hints.
+ * What the commands share: opening the harness from the config, checking the data directory and
+ * the workspace, resolving a session argument, picking the model of a run, approvals, session
+ * hints, and the CLI's hint line for an error code.
  */
-import { createHarness, HarnessError, type AgentSession, type ApprovalRequest, type ApproveFn, type Harness } from '../index.ts';
-import { resolveConfigPath, selfCommand, shellQuote, type Io } from './env.ts';
-import { oneLine } from './format.ts';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, dirname, join, resolve } from 'node:path';
+import {
+  createHarness,
+  HarnessError,
+  isSessionId,
+  resolveSessionPath,
+  sessionsDir,
+  type ApprovalRequest,
+  type ApproveFn,
+  type AgentSession,
+  type Harness,
+} from '../index.ts';
+import type { Ask } from './approval.ts';
+import { configSource, selfCommand, shellQuote, type Io } from './env.ts';
+import { oneLine, printable } from './format.ts';
 
 /** Options every command takes. */
 export interface GlobalOptions {
@@ -13,15 +28,25 @@ export interface GlobalOptions {
   readonly debug?: boolean;
 }
 
+/** The data directory of the harness this process opened last (for error hints). */
+export let openedDataDir: string | undefined;
+
 /** Builds the harness a command works with; diagnostics go to stderr (info only with --debug). */
 export async function openHarness(globals: GlobalOptions, io: Io): Promise<Harness> {
-  const harness = await createHarness({ configPath: resolveConfigPath(globals.config), ...(globals.dataDir ? { dataDir: globals.dataDir } : {}) });
+  const harness = await createHarness({ configPath: configSource(globals.config).path, ...(globals.dataDir ? { dataDir: globals.dataDir } : {}) });
+  try {
+    checkDataDir(harness, globals);
+  } catch (error) {
+    await harness.dispose();
+    throw error;
+  }
+  openedDataDir = harness.dataDir;
   harness.kernel.bus.add(
     'kernel/diagnostic',
     (diagnostic: { level: string; code: string; message: string }) => {
       if (diagnostic.level === 'info' && !globals.debug) return;
       const colour = diagnostic.level === 'error' ? io.c.red : diagnostic.level === 'warning' ? io.c.yellow : io.c.dim;
-      io.err.write(`${colour(`${diagnostic.level} ${diagnostic.code}:`)} ${globals.debug ? diagnostic.message : oneLine(diagnostic.message, 300)}\n`);
+      io.err.write(`${colour(`${diagnostic.level} ${diagnostic.code}:`)} ${globals.debug ? printable(diagnostic.message) : oneLine(diagnostic.message, 300)}\n`);
     },
     { owner: 'cli' },
   );
@@ -38,10 +63,102 @@ export async function openHarnessForReading(globals: GlobalOptions, io: Io): Pro
   try {
     return await openHarness(globals, io);
   } catch (error) {
-    if (!HarnessError.is(error)) throw error;
-    io.err.write(`${io.c.yellow(`warning ${error.code}:`)} ${oneLine(error.message, 240)} — reading without the config's plugins\n`);
-    return createHarness({ config: { plugins: [] }, ...(globals.dataDir ? { dataDir: globals.dataDir } : {}) });
+    if (!HarnessError.is(error) || error.code === 'DATA_DIR_INVALID') throw error;
+    const where = await errorLocation(error, configSource(globals.config).path);
+    io.err.write(`${io.c.yellow(`warning ${error.code}:`)} ${oneLine(error.message, 240)}${where ? ` (at ${where.at})` : ''} — reading without the config's plugins\n`);
+    const harness = await createHarness({ config: { plugins: [] }, ...(globals.dataDir ? { dataDir: globals.dataDir } : {}) });
+    try {
+      checkDataDir(harness, globals);
+    } catch (dataDirError) {
+      await harness.dispose();
+      throw dataDirError;
+    }
+    openedDataDir = harness.dataDir;
+    return harness;
   }
+}
+
+/** Where the data directory came from, for messages. */
+function dataDirSource(harness: Harness, globals: GlobalOptions): string {
+  if (globals.dataDir) return '--data-dir';
+  if (harness.config.dataDir !== undefined) return `the config's dataDir (${harness.configPath ?? 'the config'})`;
+  if (process.env.HARNESS_HOME) return '$HARNESS_HOME';
+  return 'the default, ~/.harness';
+}
+
+/**
+ * The data directory must be a directory, or not exist yet (it is created with the first journal).
+ * @throws HarnessError `DATA_DIR_INVALID` naming the file in the way and where the setting came from.
+ */
+export function checkDataDir(harness: Harness, globals: GlobalOptions): void {
+  const dataDir = harness.dataDir;
+  const fail = (file: string) =>
+    new HarnessError(
+      'DATA_DIR_INVALID',
+      `The data directory ${dataDir} (from ${dataDirSource(harness, globals)}) cannot hold journals: ${file} is a file, not a directory.`,
+      { details: { dataDir, file } },
+    );
+  const sessions = join(dataDir, 'sessions');
+  for (let path = sessions; ; path = dirname(path)) {
+    const info = statOf(path);
+    if (info !== undefined) {
+      if (!info.isDirectory()) throw fail(path);
+      return;
+    }
+    if (dirname(path) === path) return;
+  }
+}
+
+/** `stat`, or undefined when nothing is there (also when a parent on the way is a file: ENOTDIR). */
+export function statOf(path: string): ReturnType<typeof statSync> | undefined {
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
+    throw error;
+  }
+}
+
+/** A journal file name's id (the runtime's rule for session ids). */
+
+/**
+ * The journal a session argument names: an id whose journal exists, else an existing file (so
+ * `replay package.json` reads that file, not `sessions/package.json.jsonl`), else an id or a path by
+ * the runtime's rule (a separator or `.jsonl` makes it a path).
+ * @throws HarnessError `NOT_A_JOURNAL_FILE` for a directory, `INVALID_SESSION_ID`.
+ */
+export function sessionPath(argument: string, dataDir: string): string {
+  let path: string;
+  if (isSessionId(argument) && existsSync(resolveSessionPath(argument, dataDir))) path = resolveSessionPath(argument, dataDir);
+  else if (argument !== '' && existsSync(resolve(argument))) path = resolve(argument);
+  else path = resolveSessionPath(argument, dataDir);
+  if (statOf(path)?.isDirectory()) {
+    throw new HarnessError('NOT_A_JOURNAL_FILE', `${path} is a directory, not a journal file; give a session id or the path of a .jsonl journal.`, { details: { path } });
+  }
+  return path;
+}
+
+/**
+ * What to type to name a journal in another command: its file's id when it is in the data
+ * directory's sessions folder (even when its header says another id: a copied journal), else its path.
+ */
+export function sessionArgument(path: string, dataDir: string): string {
+  const name = basename(path, '.jsonl');
+  if (dirname(path) === sessionsDir(dataDir) && path.endsWith('.jsonl') && isSessionId(name)) return name;
+  return path;
+}
+
+/**
+ * The workspace a run works in must be an existing directory: `--cwd`, else (resuming) the
+ * session's own.
+ * @throws HarnessError `WORKSPACE_NOT_FOUND`.
+ */
+export function checkWorkspace(path: string, from: '--cwd' | 'session'): string {
+  const info = statOf(path);
+  if (info?.isDirectory()) return path;
+  const what = info === undefined ? 'does not exist' : 'is not a directory';
+  if (from === '--cwd') throw new HarnessError('WORKSPACE_NOT_FOUND', `--cwd ${path} ${what}; give the directory the tools should work in.`, { details: { path } });
+  throw new HarnessError('WORKSPACE_NOT_FOUND', `The session's workspace ${path} ${what} any more; resume it in another directory with --cwd <dir>.`, { details: { path } });
 }
 
 /** Options of the commands that run turns (`run`, `chat`, `dev`). */
@@ -58,8 +175,9 @@ export interface TurnOptions {
  * The provider and model a run asks for, or nothing to keep the session's (its last request header,
  * else the config's defaults). `--provider` without `--model` takes the config's default model when
  * the provider is the default one, else the provider's first listed model. The call is prepared once
- * here, so an unknown provider, model or reasoning effort fails before anything is journaled.
- * @throws HarnessError `NO_ADAPTER`, `UNKNOWN_MODEL`, `UNSUPPORTED_REASONING_EFFORT`, `NO_MODELS`.
+ * here, so an unknown provider, model or reasoning effort — or a missing API key (the adapter's
+ * preflight) — fails before anything is journaled.
+ * @throws HarnessError `NO_ADAPTER`, `UNKNOWN_MODEL`, `UNSUPPORTED_REASONING_EFFORT`, `NO_MODELS`, `AUTH`.
  */
 export async function resolveCall(harness: Harness, options: TurnOptions, session?: AgentSession): Promise<{ provider?: string; model?: string }> {
   const defaults = harness.config.defaults ?? { provider: 'scripted', model: 'scripted-default' };
@@ -84,49 +202,106 @@ export async function resolveCall(harness: Harness, options: TurnOptions, sessio
 
 export const POLICIES = ['allow-all', 'read-only', 'always-ask', 'deny-all'] as const;
 
-/** Asks a person about one tool call; undefined when there is no one to ask. */
-export type Ask = (request: ApprovalRequest) => Promise<boolean>;
-
 /**
- * The approver for `--approve <policy>`: from the approvals plugin (`ctx.approvals`) when it is
- * loaded, else the same four policies built in here.
- * @throws HarnessError `UNKNOWN_POLICY`.
+ * The approver for `--approve <policy>`, from the approvals plugin (`ctx.approvals`). A person's
+ * "no" is journaled with what they actually did (`Ask`'s reason: "the user said no" only for an
+ * explicit no). Without the plugin there is no approver, and the loop denies every call.
+ * @throws HarnessError `UNKNOWN_POLICY`; `NO_APPROVALS_PLUGIN` when a policy is asked for but the
+ *   config does not load the approvals plugin.
  */
-export function makeApprover(harness: Harness, policy: string | undefined, ask: Ask | undefined): ApproveFn {
+export function makeApprover(harness: Harness, policy: string | undefined, ask: Ask | undefined): ApproveFn | undefined {
   const approvals = harness.ctx.approvals;
-  const name = policy ?? approvals?.defaultPolicy ?? 'read-only';
-  if (approvals !== undefined) return approvals.create(name, ask ? { ask } : {});
-  if (!(POLICIES as readonly string[]).includes(name)) throw new HarnessError('UNKNOWN_POLICY', `No approval policy "${name}". Use one of: ${POLICIES.join(', ')}.`);
-  const by = `policy:${name}`;
-  const asked = async (request: ApprovalRequest, why: string) => {
-    if (ask === undefined) return { decision: 'deny' as const, decidedBy: by, reason: `${why}, and there is no one to ask` };
-    return (await ask(request)) ? { decision: 'allow' as const, decidedBy: 'user' } : { decision: 'deny' as const, decidedBy: 'user', reason: 'the user said no' };
-  };
-  return (request) => {
-    if (name === 'allow-all') return { decision: 'allow', decidedBy: by };
-    if (name === 'deny-all') return { decision: 'deny', decidedBy: by, reason: 'the deny-all policy runs no tools' };
-    if (name === 'read-only' && request.permission === 'read') return { decision: 'allow', decidedBy: by };
-    return asked(request, name === 'read-only' ? `${request.name} can change the workspace` : "every call needs a person's yes");
-  };
+  if (approvals === undefined) {
+    if (policy === undefined) return undefined;
+    throw new HarnessError('NO_APPROVALS_PLUGIN', `--approve ${policy} needs the approvals plugin, which the config does not load; add { module: './plugins/approvals/index.ts' } to its plugins.`);
+  }
+  return approvals.create(policy ?? approvals.defaultPolicy, ask ? { ask } : {});
 }
 
-/** The y/n question for a tool call. */
-export function approvalQuestion(request: ApprovalRequest, io: Io): string {
-  return `${io.c.yellow('?')} allow ${io.c.bold(request.name)} ${io.c.dim(`(${request.permission})`)}? [y/N] `;
+/** `harness [--config …] [--data-dir …]`: how to run this CLI again with the same config and data. */
+export function selfWithGlobals(globals: GlobalOptions): string {
+  return `${selfCommand()}${globals.config ? ` --config ${shellQuote(globals.config)}` : ''}${globals.dataDir ? ` --data-dir ${shellQuote(globals.dataDir)}` : ''}`;
 }
 
-export function isYes(answer: string): boolean {
-  return /^\s*y(es)?\s*$/i.test(answer);
-}
-
-/** `journal <path>` and `replay <command>` lines. */
-export function sessionHints(session: { id: string; path: string }, globals: GlobalOptions, io: Io): string {
-  const dataDir = globals.dataDir ? ` --data-dir ${shellQuote(globals.dataDir)}` : '';
-  const config = globals.config ? ` --config ${shellQuote(globals.config)}` : '';
-  return [`${io.c.dim('journal')} ${session.path}`, `${io.c.dim('replay ')} ${selfCommand()}${config}${dataDir} replay ${session.id}`].join('\n');
+/** `journal <path>` and `replay <command>` lines (the replay names the journal's file, see {@link sessionArgument}). */
+export function sessionHints(session: { path: string }, dataDir: string, globals: GlobalOptions, io: Io): string {
+  return [`${io.c.dim('journal')} ${session.path}`, `${io.c.dim('replay ')} ${selfWithGlobals(globals)} replay ${shellQuote(sessionArgument(session.path, dataDir))}`].join('\n');
 }
 
 /** A short title from a first prompt. */
 export function titleOf(prompt: string): string {
   return oneLine(prompt, 60);
+}
+
+/**
+ * The CLI's hint for an error code: the flag or command to use where the runtime's message speaks
+ * of its API. One line, or undefined.
+ */
+export function hintFor(error: HarnessError, context: { globals: GlobalOptions; dataDir?: string }): string | undefined {
+  const self = selfWithGlobals(context.globals);
+  const path = typeof error.failure.path === 'string' ? error.failure.path : undefined;
+  const session = path && context.dataDir ? shellQuote(sessionArgument(path, context.dataDir)) : '<session>';
+  const config = configSource(context.globals.config);
+  switch (error.code) {
+    case 'JOURNAL_CORRUPT':
+      return `\`${self} replay ${session} --salvage\` reads past the damaged line; \`${self} replay ${session} --verify\` lists all the damage.`;
+    case 'FORK_INSIDE_TURN':
+      return 'add --close-turn to fork there anyway (the fork closes the open turn with synthetic events), or fork at a seq outside the turn.';
+    case 'JOURNAL_LOCKED':
+      return `another harness process is writing this session; \`${self} replay ${session}\` reads it meanwhile (read-only), or wait for it to finish.`;
+    case 'JOURNAL_EXISTS':
+      return 'give the new session another id with --id <id>.';
+    case 'DUPLICATE_PLUGIN':
+      return `the plugin is listed twice in the config ${config.path}; remove one of its entries.`;
+    case 'INVALID_CONFIG':
+    case 'CONFIG_NOT_FOUND':
+    case 'PLUGIN_IMPORT_FAILED':
+    case 'PLUGIN_SETUP_FAILED':
+    case 'INVALID_PLUGIN':
+      return `the config is ${config.path} (${config.from}); --config <path> or $HARNESS_CONFIG picks another.`;
+    case 'DATA_DIR_INVALID':
+      return 'point --data-dir, $HARNESS_HOME or the config\'s dataDir at a directory (it is created when missing).';
+    case 'JOURNAL_HEADER':
+    case 'NOT_A_JOURNAL_FILE':
+      return `a session is named by its id (\`${self} sessions\` lists them) or by the path of its .jsonl journal.`;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * A message about the config names the config actually used, not "harness.config.ts" or "the
+ * harness config" (INVALID_CONFIG, and UNKNOWN_MODEL's "add it … in harness.config.ts").
+ */
+export function withConfigPath(error: HarnessError, configPath: string): string {
+  if (error.code !== 'INVALID_CONFIG' && error.code !== 'UNKNOWN_MODEL') return error.message;
+  return error.message.replace(/\bthe harness config\b|(?<![\w/.-])harness\.config\.ts\b/g, configPath);
+}
+
+/**
+ * `file:line:col` of the syntax error (or the first stack frame in the file) behind a config or
+ * plugin that failed to load, with the line's text: the error Node reports for a module's syntax
+ * error has no location, so the file is parsed again with esbuild (tsx's own compiler) to find it.
+ */
+export async function errorLocation(error: HarnessError, configPath: string): Promise<{ at: string; lineText?: string; column?: number } | undefined> {
+  if (error.code !== 'INVALID_CONFIG' && error.code !== 'PLUGIN_IMPORT_FAILED') return undefined;
+  const file = error.code === 'INVALID_CONFIG' ? configPath : /Could not import plugin module (.+?): /.exec(error.message)?.[1];
+  if (file === undefined || !existsSync(file)) return undefined;
+  const cause = error.cause;
+  if (cause instanceof SyntaxError || (cause instanceof Error && cause.name === 'SyntaxError')) {
+    try {
+      const tsxRequire = createRequire(createRequire(import.meta.url).resolve('tsx/package.json'));
+      const esbuild = tsxRequire('esbuild') as { transform(code: string, options: Record<string, unknown>): Promise<unknown> };
+      await esbuild.transform(readFileSync(file, 'utf8'), { loader: /\.[cm]?jsx?$/.test(file) ? 'js' : 'ts', sourcefile: file, format: 'esm' });
+    } catch (transformError) {
+      const location = (transformError as { errors?: { text: string; location?: { line: number; column: number; lineText: string } }[] }).errors?.[0]?.location;
+      if (location) return { at: `${file}:${location.line}:${location.column + 1}`, lineText: location.lineText, column: location.column };
+    }
+  }
+  if (cause instanceof Error && cause.stack) {
+    const escaped = file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const frame = new RegExp(`${escaped}(?:\\?[^:)\\s]*)?:(\\d+):(\\d+)`).exec(cause.stack);
+    if (frame) return { at: `${file}:${frame[1]}:${frame[2]}` };
+  }
+  return undefined;
 }

@@ -8,12 +8,14 @@ import { cpSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { projectRoot, processIo } from './env.ts';
+import { installProcessHandlers, stopRequested } from './lifecycle.ts';
 import { main } from './main.ts';
 
 const io = processIo();
+installProcessHandlers(io);
 const workspace = mkdtempSync(join(tmpdir(), 'harness-demo-'));
 cpSync(resolve(projectRoot, 'cookbook/demo-workspace'), workspace, { recursive: true });
 io.out.write(`${io.c.dim(`demo workspace: ${workspace} (a copy of cookbook/demo-workspace)`)}\n${io.c.bold('$ harness run "What is in this workspace?"')}\n\n`);
 const code = await main(['run', 'What is in this workspace?', '--cwd', workspace, '--approve', 'read-only', ...process.argv.slice(2)], io);
 if (code === 0) io.out.write(`\n${io.c.dim('Next: replay that journal (above), list sessions with `node bin/harness.js sessions`, or chat with `node bin/harness.js chat`.')}\n`);
-process.exit(code);
+process.exit(stopRequested()?.exitCode ?? code);

@@ -268,6 +268,15 @@ export class HookBus {
     }
   }
 
+  /**
+   * True when a sink hook has at least one listener: lets a hot-path emitter skip building its
+   * event when nobody listens (one record per stream chunk goes through `session/event`).
+   */
+  hasSinks(name: string): boolean {
+    const list = this.sinks.get(name);
+    return list !== undefined && list.length > 0;
+  }
+
   /** Number of listeners on a hook (all hooks when no name): used by tests and `harness` listings. */
   count(name?: string): number {
     if (name !== undefined) {

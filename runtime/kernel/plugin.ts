@@ -332,7 +332,7 @@ export function parseConfig<C>(definition: PluginDefinition<C>, raw: unknown): C
   const lines = issues.map((issue) => `  - ${issue.path.length ? issue.path.join('.') : '(config)'}: ${issue.message}`);
   throw new HarnessError(
     'INVALID_CONFIG',
-    `Plugin "${definition.name}" has an invalid config:\n${lines.join('\n')}\nFix these fields in the plugin's entry in harness.config.ts.`,
+    `Plugin "${definition.name}" has an invalid config:\n${lines.join('\n')}\nFix these fields in this plugin's entry of the harness config.`,
     { issues, details: { plugin: definition.name } },
   );
 }

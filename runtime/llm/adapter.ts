@@ -50,6 +50,12 @@ export abstract class LlmAdapter {
   /** Defaults applied to calls on a route. */
   defaults?(provider: string): AdapterDefaults | undefined;
   /**
+   * Checks, without a request, that a route can be called at all — e.g. that its API key is set.
+   * `prepareCall` runs it, so a missing key fails before anything is sent or journaled.
+   * @throws LlmError (`AUTH` for missing credentials) naming what to fix.
+   */
+  preflight?(provider: string, model: ModelInfo): void | Promise<void>;
+  /**
    * Adapter-specific check of an envelope of its own kind and version, before a request: return a
    * reason to degrade the message (malformed state), or undefined to use it.
    */

@@ -6,3 +6,5 @@ export * from './adapter.ts';
 export * from './call-config.ts';
 export * from './registry.ts';
 export * from './service.ts';
+export * from './adapter-kit.ts';
+export * from './route-config.ts';

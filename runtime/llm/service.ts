@@ -99,13 +99,14 @@ export class LlmService {
   /**
    * Resolves a call from one route registration: exact model lookup, reasoning-effort check,
    * adapter defaults and retry policy; all frozen.
-   * @throws LlmError `NO_ADAPTER`, `UNKNOWN_MODEL`, `UNSUPPORTED_REASONING_EFFORT`.
+   * @throws LlmError `NO_ADAPTER`, `UNKNOWN_MODEL`, `UNSUPPORTED_REASONING_EFFORT`, or what the adapter's `preflight` throws (`AUTH`).
    */
   async prepareCall(input: LlmCallConfig, options: PrepareOptions = {}): Promise<PreparedCall> {
     const registration = this.requireRoute(input.provider);
     const adapter = registration.adapter;
     const provider = input.provider;
     const model = await this.resolveModel(adapter, provider, input.model);
+    await adapter.preflight?.(provider, model);
     const defaults = deepFreeze({ ...(adapter.defaults?.(provider) ?? {}) });
     // A provider-wide default effort applies only to models that accept it; an explicit one is checked below.
     const defaultEffort = defaults.reasoningEffort !== undefined && model.reasoningEfforts?.includes(defaults.reasoningEffort) ? defaults.reasoningEffort : undefined;
@@ -155,79 +156,22 @@ export class LlmService {
   }
 
   private dispatch(options: GenerateOptions, binding: Binding | undefined): AsyncIterable<StreamChunk> {
-    return this.bus.waterfall('llm/stream', options, (final) => this.adapterStream(final, binding));
+    return this.bus.waterfall('llm/stream', options, (final) => new BoundaryStream(this, final, binding));
   }
 
   /**
-   * The innermost step: the failure boundary (seed 002 14.3 "终局边界"). Whatever the adapter does,
-   * its stream ends with exactly one `finish` and nothing after it:
-   * - route selection, replay discipline, `stream()` and `next()` failures → `finish{error|aborted}`;
-   * - the adapter ending without a finish → `finish{error, MALFORMED_RESPONSE}` (a body that ends
-   *   without its terminal frame is a truncated response, not a clean stop);
-   * - a value that is not a chunk → `finish{error, MALFORMED_RESPONSE}`;
-   * - once the signal fired, anything but the adapter's own `finish{aborted}` → `finish{aborted}`.
-   * Unless the adapter iterator ended or threw by itself, its `return()` is called (consumer exit,
-   * abort, a finish or a malformed value), so the adapter can release its request.
+   * Starts the adapter stream for the innermost step: route, abort check, replay discipline,
+   * `enter()` and `adapter.stream()`. Throws what fails (the boundary turns it into a finish chunk);
+   * `exit` is set as soon as the registration was entered.
+   * @internal
    */
-  private async *adapterStream(options: GenerateOptions, binding: Binding | undefined): AsyncGenerator<StreamChunk> {
+  openAdapterStream(options: GenerateOptions, binding: Binding | undefined, entered: (exit: () => void) => void): AsyncIterator<StreamChunk> {
     const signal = options.signal;
-    let iterator: AsyncIterator<StreamChunk>;
-    let exit: (() => void) | undefined;
-    try {
-      const registration = binding !== undefined && binding.provider === options.provider ? binding.registration : this.requireRoute(options.provider);
-      if (signal?.aborted) throw signal.reason ?? new LlmError('ABORTED', 'The request was aborted before it started.');
-      const request = this.applyReplayDiscipline(options, registration);
-      exit = registration.enter();
-      iterator = registration.adapter.stream(request)[Symbol.asyncIterator]();
-    } catch (error) {
-      exit?.();
-      yield failureChunk(error, signal);
-      return;
-    }
-    /** The adapter iterator neither completed nor threw: it may still hold a request. */
-    let open = true;
-    try {
-      for (;;) {
-        if (signal?.aborted) {
-          yield failureChunk(signal.reason, signal);
-          return;
-        }
-        let step: IteratorResult<StreamChunk>;
-        try {
-          step = await iterator.next();
-        } catch (error) {
-          open = false;
-          yield failureChunk(error, signal);
-          return;
-        }
-        if (step.done) {
-          open = false;
-          yield failureChunk(
-            signal?.aborted ? signal.reason : new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${options.provider}" ended its stream without a finish chunk.`),
-            signal,
-          );
-          return;
-        }
-        const chunk = step.value as StreamChunk | null | undefined;
-        if (typeof chunk !== 'object' || chunk === null || typeof chunk.type !== 'string' || (chunk.type === 'finish' && typeof chunk.finish?.kind !== 'string')) {
-          yield failureChunk(new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${options.provider}" yielded ${describeValue(chunk)} instead of a stream chunk.`), signal);
-          return;
-        }
-        if (signal?.aborted && !(chunk.type === 'finish' && chunk.finish?.kind === 'aborted')) {
-          yield failureChunk(signal.reason, signal);
-          return;
-        }
-        yield chunk;
-        if (chunk.type === 'finish') return;
-      }
-    } finally {
-      try {
-        if (open) await closeQuietly(iterator);
-      } finally {
-        // Only now may a swapped-out generation drain: the adapter has released its request.
-        exit();
-      }
-    }
+    const registration = binding !== undefined && binding.provider === options.provider ? binding.registration : this.requireRoute(options.provider);
+    if (signal?.aborted) throw signal.reason ?? new LlmError('ABORTED', 'The request was aborted before it started.');
+    const request = this.applyReplayDiscipline(options, registration);
+    entered(registration.enter());
+    return registration.adapter.stream(request)[Symbol.asyncIterator]();
   }
 
   /**
@@ -332,6 +276,144 @@ export class LlmService {
     return new LlmError('UNKNOWN_MODEL', `Provider "${provider}" has no model "${modelId}".${known.length ? ` Known models: ${known.join(', ')}.` : ''} Add it to the provider's model catalog in harness.config.ts.`, {
       details: { provider, model: modelId },
     });
+  }
+}
+
+/**
+ * The innermost step of `llm/stream`: the failure boundary (seed 002 14.3 "终局边界"). Whatever the
+ * adapter does, its stream ends with exactly one `finish` and nothing after it:
+ * - route selection, replay discipline, `stream()` and `next()` failures → `finish{error|aborted}`;
+ * - the adapter ending without a finish → `finish{error, MALFORMED_RESPONSE}` (a body that ends
+ *   without its terminal frame is a truncated response, not a clean stop);
+ * - a value that is not a chunk → `finish{error, MALFORMED_RESPONSE}`;
+ * - once the signal fired, anything but the adapter's own `finish{aborted}` → `finish{aborted}`.
+ * Unless the adapter iterator ended or threw by itself, its `return()` is called (consumer exit,
+ * abort, a finish or a malformed value), so the adapter can release its request; only then is the
+ * registration left (`exit`), so that a swapped-out generation drains after its last request.
+ *
+ * Hand-written rather than an async generator: it is one hop per chunk on the hot path, and an
+ * async function per `next()` costs about half of a generator's yield-and-resume. Like a generator,
+ * it starts on the first `next()`, queues overlapping `next()` calls, and after the terminal chunk
+ * (or on `return()`) closes the adapter iterator and leaves the registration once.
+ */
+class BoundaryStream implements AsyncIterableIterator<StreamChunk> {
+  private iterator: AsyncIterator<StreamChunk> | undefined;
+  private exit: (() => void) | undefined;
+  /** 0: not started; 1: streaming; 2: the terminal chunk was handed out; 3: closed. */
+  private state = 0;
+  /** The adapter iterator neither completed nor threw: it may still hold a request. */
+  private open = false;
+  /** Calls (`next`/`return`) not finished yet; while one runs, later ones wait their turn. */
+  private pending = 0;
+  private last: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly service: LlmService,
+    private readonly options: GenerateOptions,
+    private readonly binding: Binding | undefined,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<StreamChunk>> {
+    return this.schedule(this.stepOp);
+  }
+
+  return(): Promise<IteratorResult<StreamChunk>> {
+    return this.schedule(this.closeOp);
+  }
+
+  async throw(error?: unknown): Promise<IteratorResult<StreamChunk>> {
+    await this.return();
+    throw error;
+  }
+
+  /** Runs `op` now, or after the calls still running (an async generator queues its calls too). */
+  private schedule(op: () => Promise<IteratorResult<StreamChunk>>): Promise<IteratorResult<StreamChunk>> {
+    const result = this.pending++ === 0 ? op() : this.last!.then(op, op);
+    this.last = result;
+    return result;
+  }
+
+  /** One `next()`: the step itself, then its place in the queue is released. */
+  private readonly stepOp = async (): Promise<IteratorResult<StreamChunk>> => {
+    try {
+      if (this.state >= 2) return await this.close();
+      const signal = this.options.signal;
+      if (this.state === 0) {
+        this.state = 1;
+        try {
+          this.iterator = this.service.openAdapterStream(this.options, this.binding, (exit) => (this.exit = exit));
+        } catch (error) {
+          this.leave();
+          return this.terminal(failureChunk(error, signal));
+        }
+        this.open = true;
+      }
+      if (signal?.aborted) return this.terminal(failureChunk(signal.reason, signal));
+      let step: IteratorResult<StreamChunk>;
+      try {
+        step = await this.iterator!.next();
+      } catch (error) {
+        this.open = false;
+        return this.terminal(failureChunk(error, signal));
+      }
+      if (step.done) {
+        this.open = false;
+        return this.terminal(
+          failureChunk(signal?.aborted ? signal.reason : new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${this.options.provider}" ended its stream without a finish chunk.`), signal),
+        );
+      }
+      const chunk = step.value as StreamChunk | null | undefined;
+      if (typeof chunk !== 'object' || chunk === null || typeof chunk.type !== 'string' || (chunk.type === 'finish' && typeof chunk.finish?.kind !== 'string')) {
+        return this.terminal(failureChunk(new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${this.options.provider}" yielded ${describeValue(chunk)} instead of a stream chunk.`), signal));
+      }
+      if (signal?.aborted && !(chunk.type === 'finish' && chunk.finish?.kind === 'aborted')) return this.terminal(failureChunk(signal.reason, signal));
+      if (chunk.type === 'finish') this.state = 2;
+      return { value: chunk, done: false };
+    } finally {
+      this.pending--;
+    }
+  };
+
+  /** One `return()`. */
+  private readonly closeOp = async (): Promise<IteratorResult<StreamChunk>> => {
+    try {
+      return await this.close();
+    } finally {
+      this.pending--;
+    }
+  };
+
+  /** Hands out the last chunk; the call after it closes. */
+  private terminal(chunk: StreamChunk): IteratorResult<StreamChunk> {
+    this.state = 2;
+    return { value: chunk, done: false };
+  }
+
+  /** Releases the adapter iterator (unless it ended by itself), then leaves the registration; once. */
+  private async close(): Promise<IteratorResult<StreamChunk>> {
+    if (this.state !== 3) {
+      this.state = 3;
+      try {
+        if (this.open) {
+          this.open = false;
+          await closeQuietly(this.iterator);
+        }
+      } finally {
+        // Only now may a swapped-out generation drain: the adapter has released its request.
+        this.leave();
+      }
+    }
+    return { value: undefined, done: true };
+  }
+
+  private leave(): void {
+    const exit = this.exit;
+    this.exit = undefined;
+    exit?.();
   }
 }
 

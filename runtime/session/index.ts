@@ -3,14 +3,12 @@
  * with crash repair, replay (read, fold, state at a seq, fork, list, recorded calls) and the
  * DeepSeek Harness import.
  */
-import { runtimeExtensions } from '../extensions.ts';
-
 export * from './events.ts';
 export * from './types.ts';
 export { assertLosslessJson, isLosslessJson } from './json.ts';
 export { registerEventType, isKnownEventType, CORE_EVENT_TYPES, type EventReducer, type EventTypeOptions, type Surface } from './registry.ts';
 export { initialState, reduceEvent, foldEvents, foldEventsAsync, stateAt, Folder } from './fold.ts';
-export { resolveSessionPath, sessionsDir, journalPath, assertSessionId, dataDirOf } from './paths.ts';
+export { resolveSessionPath, sessionsDir, journalPath, assertSessionId, isSessionId, dataDirOf } from './paths.ts';
 export {
   JOURNAL_FORMAT_VERSION,
   readJournal,
@@ -26,6 +24,3 @@ export { createJournal, openJournal, serializeEvent, type CreateJournalOptions, 
 export { planRepair, needsRepair, unansweredToolCalls, type PlannedEvent } from './repair.ts';
 export { forkSession, listSessions, recordedCalls, type ForkOptions, type SessionSummary, type RecordedCall } from './replay.ts';
 export { importDshSession, writeImportedSession, type DshImport, type AssemblerMismatch, type WriteImportedOptions } from './import-dsh.ts';
-
-// Every harness has the `session/event` sink (journals deliver every appended event on it).
-runtimeExtensions.push(({ kernel }) => kernel.bus.declare('session/event', 'sink'));

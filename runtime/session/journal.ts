@@ -6,9 +6,13 @@
  * sanctioned cut is a torn last line, and only after its bytes are safely in a sidecar file.
  *
  * Appending is on the per-chunk hot path: `append` validates (lossless JSON, an iterative walk),
- * assigns `seq`/`atMs`, deep-freezes, folds (no immer for chunks), serialises the line and queues
- * it — no write and no fsync. A background flush writes the queue (on the next turn of the event
- * loop, or at once when 64 KiB are queued); `checkpoint()` writes everything queued and fsyncs.
+ * assigns `seq`/`atMs`, deep-freezes, folds (no immer for chunks) and queues the frozen event — no
+ * serialisation, no write and no fsync: the lines are made when the queue is written, in one warm
+ * loop per write instead of one cold `JSON.stringify` per chunk. A background flush writes the
+ * queue: on the next turn of the event loop after a quiet spell, then at most once per
+ * `flushIntervalMs` (100 ms) while appends keep coming — a stream's chunks share a write instead of
+ * one write each — or at once when about 64 KiB are queued; `checkpoint()` writes everything queued
+ * and fsyncs.
  * The loop checkpoints before a model call is dispatched, before a tool body runs and at turn end:
  * a crash loses at most what was appended since the last checkpoint, and at most the last line is
  * torn.
@@ -45,13 +49,25 @@ import type { AppendOptions, RepairReport, SessionJournal, SessionState } from '
 
 /** Flush at once when this much is queued. */
 const FLUSH_BYTES = 64 * 1024;
+/**
+ * What a queued event counts towards `flushBytes` before it is serialised (a stream chunk record is
+ * 150–200 bytes); raw lines count their length.
+ */
+const QUEUED_EVENT_BYTES = 160;
+/** The least time between two background writes (while appends keep coming), ms. */
+const FLUSH_INTERVAL_MS = 100;
 
 export interface JournalIoOptions {
   /** Delivers every appended event on the `session/event` sink. */
   readonly bus?: HookBus;
-  /** Background flush delay in ms; 0 (default) flushes on the next turn of the event loop. */
+  /**
+   * Background flush delay in ms. 0 (default): the next turn of the event loop, but at most one
+   * background write per `flushIntervalMs`.
+   */
   readonly flushDelayMs?: number;
-  /** Flush at once when this many bytes are queued (default 64 KiB). */
+  /** With `flushDelayMs` 0: the least time between two background writes, in ms (default 100). */
+  readonly flushIntervalMs?: number;
+  /** Flush at once when about this many bytes are queued (default 64 KiB; an unserialised event counts 160). */
   readonly flushBytes?: number;
   /** The clock for `atMs` (default `Date.now`). */
   readonly now?: () => number;
@@ -108,8 +124,12 @@ export class FileJournal implements SessionJournal {
   private readonly bus: HookBus | undefined;
   private readonly now: () => number;
   private readonly flushDelayMs: number;
+  private readonly flushIntervalMs: number;
   private readonly flushBytes: number;
-  private queue: string[] = [];
+  /** When the last background write started (performance.now()). */
+  private lastWriteAtMs = Number.NEGATIVE_INFINITY;
+  /** Frozen events to serialise, or raw lines (with their `\n`), in seq order. */
+  private queue: (AnySessionEvent | string)[] = [];
   private queuedBytes = 0;
   private scheduled = false;
   private writing: Promise<void> | undefined;
@@ -130,6 +150,7 @@ export class FileJournal implements SessionJournal {
     this.bus = init.bus;
     this.now = init.now ?? Date.now;
     this.flushDelayMs = init.flushDelayMs ?? 0;
+    this.flushIntervalMs = init.flushIntervalMs ?? FLUSH_INTERVAL_MS;
     this.flushBytes = init.flushBytes ?? FLUSH_BYTES;
     if (this.bus !== undefined) this.bus.declare('session/event', 'sink');
     openJournals.add(this);
@@ -173,13 +194,18 @@ export class FileJournal implements SessionJournal {
     const next = reduceEvent(this.current, event); // throws UNKNOWN_EVENT_TYPE before anything changes
     this.seq = event.seq;
     this.current = next;
-    const line = raw === undefined ? serializeEvent(event) : `${raw}\n`;
-    this.queue.push(line);
-    this.queuedBytes += line.length;
+    if (raw === undefined) {
+      this.queue.push(event);
+      this.queuedBytes += QUEUED_EVENT_BYTES;
+    } else {
+      const line = `${raw}\n`;
+      this.queue.push(line);
+      this.queuedBytes += line.length;
+    }
     if (this.queuedBytes >= this.flushBytes) {
       if (this.writing === undefined) this.pump().catch(() => undefined);
     } else if (!this.scheduled) this.schedule();
-    if (this.bus === undefined) return event;
+    if (this.bus === undefined || !this.bus.hasSinks('session/event')) return event;
     const delivered = this.bus.deliver('session/event', { sessionId: this.id, event });
     return delivered === undefined ? event : delivered.then(() => event);
   }
@@ -218,7 +244,7 @@ export class FileJournal implements SessionJournal {
     this.closed = true;
     try {
       if (this.writing === undefined && this.queue.length > 0 && this.failure === undefined) {
-        writeAllSync(this.fd, Buffer.from(this.queue.join(''), 'utf8'));
+        writeAllSync(this.fd, Buffer.from(linesOf(this.queue), 'utf8'));
         this.queue = [];
       }
       closeSync(this.fd);
@@ -245,34 +271,52 @@ export class FileJournal implements SessionJournal {
 
   private schedule(): void {
     this.scheduled = true;
-    const run = (): void => {
-      this.scheduled = false;
-      void this.pump().catch(() => undefined);
-    };
-    if (this.flushDelayMs > 0) setTimeout(run, this.flushDelayMs);
-    else setImmediate(run);
+    if (this.flushDelayMs > 0) {
+      setTimeout(this.scheduledFlush, this.flushDelayMs);
+      return;
+    }
+    const sinceMs = performance.now() - this.lastWriteAtMs;
+    if (sinceMs >= this.flushIntervalMs) setImmediate(this.scheduledFlush);
+    // Appends keep coming: one write for all of them, a little later. Unref'd: a process that
+    // exits meanwhile writes the queue in its exit hook.
+    else setTimeout(this.scheduledFlush, this.flushIntervalMs - sinceMs).unref();
   }
 
-  /** Writes the queue (one write in flight at a time; loops until the queue is empty). */
+  /** The background flush (one function per journal: no closure per schedule on the hot path). */
+  private readonly scheduledFlush = (): void => {
+    this.scheduled = false;
+    void this.pump().catch(() => undefined);
+  };
+
+  /**
+   * Writes what is queued now, as one write (one write in flight at a time). Lines queued while it is
+   * in flight are left to the next background flush (`schedule`, rate-limited) or to `sync()`, which
+   * pumps until the queue is empty — so a steady stream of appends makes one write per interval,
+   * not one per append.
+   */
   private pump(): Promise<void> {
     if (this.writing !== undefined) return this.writing;
     if (this.queue.length === 0) return Promise.resolve();
     if (this.failure !== undefined) return Promise.reject(this.writeFailed());
     const writing = (async () => {
       try {
-        while (this.queue.length > 0) {
-          const text = this.queue.length === 1 ? this.queue[0]! : this.queue.join('');
-          this.queue = [];
-          this.queuedBytes = 0;
-          await writeAll(this.fd, Buffer.from(text, 'utf8'));
-          this.unsynced = true;
-        }
+        const text = linesOf(this.queue);
+        this.queue = [];
+        this.queuedBytes = 0;
+        this.lastWriteAtMs = performance.now();
+        await writeAll(this.fd, Buffer.from(text, 'utf8'));
+        this.unsynced = true;
       } catch (error) {
         this.failure = error;
         this.bus?.report({ level: 'error', code: 'JOURNAL_WRITE_FAILED', source: 'session', message: `Writing ${this.path} failed: ${error instanceof Error ? error.message : String(error)}`, error });
         throw this.writeFailed();
       } finally {
         this.writing = undefined;
+      }
+      // Lines queued meanwhile: at once past the size threshold, else by the background flush.
+      if (this.queue.length > 0) {
+        if (this.queuedBytes >= this.flushBytes) void this.pump().catch(() => undefined);
+        else if (!this.scheduled) this.schedule();
       }
     })();
     this.writing = writing;
@@ -313,6 +357,16 @@ class ReadOnlyJournal implements SessionJournal {
   async checkpoint(): Promise<void> {}
   async flush(): Promise<void> {}
   async close(): Promise<void> {}
+}
+
+/** The lines of a queue: events serialised now, raw lines as they are. */
+function linesOf(queue: readonly (AnySessionEvent | string)[]): string {
+  let text = '';
+  for (let i = 0; i < queue.length; i++) {
+    const entry = queue[i]!;
+    text += typeof entry === 'string' ? entry : serializeEvent(entry);
+  }
+  return text;
 }
 
 const typeFragments = new Map<string, string>();

@@ -8,8 +8,10 @@
  * a hole in an array reads as `undefined`), `NaN`, `±Infinity`, `-0`, BigInt, functions, symbols,
  * cycles, and class instances (`Date`, `Map`, `Error`, `Uint8Array`, …).
  *
- * This runs once per stream chunk, so it is an iterative walk over the value (no recursion, no JSON
- * round trip, no allocation per primitive); the path string is only built when something is wrong.
+ * This runs once per stream chunk: shallow values (depth ≤ 24, e.g. a chunk record) go through a
+ * small recursive walk that allocates nothing; anything else — and anything that walk cannot vouch
+ * for — goes through an iterative walk (no recursion, no JSON round trip, no allocation per
+ * primitive) that finds and names the problem; the path string is only built when something is wrong.
  * A value shared by two branches (a DAG) is fine — only a value inside itself is a cycle.
  */
 import { HarnessError } from '../kernel/errors.ts';
@@ -26,6 +28,13 @@ const SCAN_DEPTH = 64;
  * @throws HarnessError `INVALID_EVENT_DATA` naming the path and what was found there.
  */
 export function assertLosslessJson(value: unknown, root = 'data', freeze = false): void {
+  // The hot path: shallow plain data (a stream chunk record) is checked by a small recursive walk
+  // that allocates nothing; anything it cannot vouch for (a problem, a cycle, depth past
+  // FAST_DEPTH) goes through the full walk below, which finds and names the problem.
+  if (fastValid(value, 0)) {
+    if (freeze) freezeAll(value);
+    return;
+  }
   const problem = primitiveProblem(value);
   if (problem === null) return;
   if (problem !== undefined) throw invalid(root, problem);
@@ -88,6 +97,52 @@ export function assertLosslessJson(value: unknown, root = 'data', freeze = false
     depth = childDepth;
   }
   if (toFreeze !== undefined) for (let i = 0; i < toFreeze.length; i++) if (!Object.isFrozen(toFreeze[i]!)) Object.freeze(toFreeze[i]!);
+}
+
+/** Depth the fast walk goes to; deeper values (and cycles) take the full walk. */
+const FAST_DEPTH = 24;
+
+/**
+ * True when `value` is lossless JSON no deeper than FAST_DEPTH (the same rules as the full walk:
+ * own enumerable string keys of plain objects, every index of arrays). False means "not sure":
+ * the caller runs the full walk.
+ */
+function fastValid(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return value === value && value !== Infinity && value !== -Infinity && (value !== 0 || 1 / value > 0);
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth >= FAST_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!fastValid(value[i], depth + 1)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue; // what Object.keys (the full walk) would not see
+    if (!fastValid((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
+}
+
+/** Freezes every object and array in a value `fastValid` accepted (frozen parts are walked, not re-frozen). */
+function freezeAll(value: unknown): void {
+  if (typeof value !== 'object' || value === null) return;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) freezeAll(value[i]);
+  } else {
+    for (const key in value) if (Object.hasOwn(value, key)) freezeAll((value as Record<string, unknown>)[key]);
+  }
+  if (!Object.isFrozen(value)) Object.freeze(value);
 }
 
 /** True when `value` is lossless JSON (see {@link assertLosslessJson}). */

@@ -246,16 +246,15 @@ describe('anthropic faults', () => {
     expect(failureOf(result)).toMatchObject({ code: 'TIMEOUT', idleTimeoutMs: 300 });
   });
 
-  it('missing API key: the plugin loads, the call fails with AUTH naming the variable', async () => {
+  it('missing API key: the plugin loads; prepareCall (preflight) fails with AUTH naming the variable', async () => {
     const variable = 'HARNESS_TEST_MISSING_ANTHROPIC_KEY';
     delete process.env[variable];
     const harness = await createHarness({ config: { plugins: [{ module: ANTHROPIC_PLUGIN, config: { providers: { anthropic: { apiKeyEnv: variable } } } }] } });
     try {
-      const { result } = await run(harness, { provider: 'anthropic', model: 'claude-sonnet-5-5' });
-      const failure = failureOf(result);
-      expect(failure.code).toBe('AUTH');
-      expect(failure.message).toContain(variable);
-      expect(failure.message).not.toContain('\n');
+      const refused = await harness.llm.prepareCall({ provider: 'anthropic', model: 'claude-sonnet-5-5' }).then(() => undefined, (error: unknown) => error as { code: string; message: string });
+      expect(refused?.code).toBe('AUTH');
+      expect(refused?.message).toContain(variable);
+      expect(refused?.message).not.toContain('\n');
     } finally {
       await harness.dispose();
     }

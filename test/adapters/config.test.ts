@@ -38,7 +38,11 @@ describe('llm-openai config', () => {
       ]);
       const deepseek = await harness.llm.listModels('deepseek');
       expect(deepseek.map((m) => m.id)).toEqual(['deepseek-chat', 'deepseek-reasoner']);
+      // Without a key, preflight refuses the call before any request; with one, it resolves.
+      await expect(harness.llm.prepareCall({ provider: 'openai', model: 'gpt-5.4' })).rejects.toMatchObject({ code: 'AUTH', message: expect.stringContaining('OPENAI_API_KEY') });
+      process.env.OPENAI_API_KEY = 'test-key';
       const prepared = await harness.llm.prepareCall({ provider: 'openai', model: 'gpt-5.4', reasoningEffort: 'xhigh' });
+      delete process.env.OPENAI_API_KEY;
       expect(prepared.provider).toEqual({ provider: 'openai', kind: 'openai-responses', label: 'OpenAI' });
       expect(prepared.model).toMatchObject({ id: 'gpt-5.4', contextWindow: 1_050_000, maxOutputTokens: 128_000 });
       await expect(harness.llm.prepareCall({ provider: 'openai', model: 'gpt-nope' })).rejects.toMatchObject({ code: 'UNKNOWN_MODEL' });
@@ -47,6 +51,7 @@ describe('llm-openai config', () => {
       expect(auth).toEqual([{ type: 'finish', finish: { kind: 'error', failure: expect.objectContaining({ code: 'AUTH', apiKeyEnv: 'OPENAI_API_KEY' }) } }]);
     } finally {
       if (saved.openai !== undefined) process.env.OPENAI_API_KEY = saved.openai;
+      else delete process.env.OPENAI_API_KEY;
       if (saved.deepseek !== undefined) process.env.DEEPSEEK_API_KEY = saved.deepseek;
     }
   });
@@ -54,10 +59,11 @@ describe('llm-openai config', () => {
   it('a listed provider inherits its built-in route; others need a baseURL; allowUnknownModels; defaults', async () => {
     const harness = await load(OPENAI_PLUGIN, {
       providers: {
-        deepseek: { idleTimeoutMs: 5000, defaults: { temperature: 0.2 } },
-        groq: { api: 'chat', baseURL: 'https://api.groq.com/openai/v1', allowUnknownModels: true, label: 'Groq' },
+        deepseek: { idleTimeoutMs: 5000, defaults: { temperature: 0.2 }, apiKeyEnv: 'HARNESS_TEST_CONFIG_KEY' },
+        groq: { api: 'chat', baseURL: 'https://api.groq.com/openai/v1', allowUnknownModels: true, label: 'Groq', apiKeyEnv: 'HARNESS_TEST_CONFIG_KEY' },
       },
     });
+    process.env.HARNESS_TEST_CONFIG_KEY = 'test-key';
     expect(harness.llm.registry.list().map((r) => r.provider).sort()).toEqual(['deepseek', 'groq']);
     const prepared = await harness.llm.prepareCall({ provider: 'deepseek', model: 'deepseek-reasoner' });
     expect(prepared.config.temperature).toBe(0.2);
@@ -99,15 +105,20 @@ describe('llm-anthropic config', () => {
       expect(harness.llm.registry.list().map((r) => [r.provider, r.kind])).toEqual([['anthropic', 'anthropic']]);
       const models = await harness.llm.listModels('anthropic');
       expect(models.map((m) => m.id)).toContain('claude-opus-5-5');
+      await expect(harness.llm.prepareCall({ provider: 'anthropic', model: 'claude-sonnet-5-5' })).rejects.toMatchObject({ code: 'AUTH', message: expect.stringContaining('ANTHROPIC_API_KEY') });
+      process.env.ANTHROPIC_API_KEY = 'test-key';
       const prepared = await harness.llm.prepareCall({ provider: 'anthropic', model: 'claude-sonnet-5-5', reasoningEffort: 'high' });
+      delete process.env.ANTHROPIC_API_KEY;
       expect(prepared.provider.kind).toBe('anthropic');
       expect(prepared.model.contextWindow).toBe(1_000_000);
       const chunks = [];
+      // The key went away after preparing: the call itself still fails with AUTH, as one finish.
       for await (const chunk of prepared.stream({ ...prepared.config, messages: [] })) chunks.push(chunk);
       expect(chunks).toHaveLength(1);
       expect(chunks[0]).toMatchObject({ type: 'finish', finish: { kind: 'error', failure: { code: 'AUTH', apiKeyEnv: 'ANTHROPIC_API_KEY' } } });
     } finally {
       if (saved !== undefined) process.env.ANTHROPIC_API_KEY = saved;
+      else delete process.env.ANTHROPIC_API_KEY;
     }
   });
 

@@ -414,17 +414,19 @@ describe('chat faults', () => {
     expect(finishOf(chunks).finish).toMatchObject({ kind: 'aborted', failure: { code: 'ABORTED' } });
   });
 
-  it('missing API key: the plugin loads, the call fails with AUTH naming the variable', async () => {
+  it('missing API key: the plugin loads; prepareCall (preflight) and an unprepared call fail with AUTH naming the variable', async () => {
     const variable = 'HARNESS_TEST_MISSING_OPENAI_KEY';
     delete process.env[variable];
     const harness = await createHarness({ config: { plugins: [{ module: OPENAI_PLUGIN, config: { providers: { openai: { apiKeyEnv: variable }, deepseek: { apiKeyEnv: variable } } } }] } });
     try {
-      const { result, chunks } = await run(harness, { provider: 'deepseek', model: 'deepseek-chat' });
+      const refused = await harness.llm.prepareCall({ provider: 'deepseek', model: 'deepseek-chat' }).then(() => undefined, (error: unknown) => error as { code: string; message: string });
+      expect(refused?.code).toBe('AUTH');
+      expect(refused?.message).toContain(variable);
+      expect(refused?.message.split('\n')).toHaveLength(1);
+      const chunks = [];
+      for await (const chunk of harness.llm.stream({ provider: 'deepseek', model: 'deepseek-chat', messages: [createUserMessage('hi')] })) chunks.push(chunk);
       expect(chunks).toHaveLength(1);
-      const failure = failureOf(result);
-      expect(failure.code).toBe('AUTH');
-      expect(failure.message).toContain(variable);
-      expect(failure.message.split('\n')).toHaveLength(1);
+      expect(chunks[0]).toMatchObject({ type: 'finish', finish: { kind: 'error', failure: { code: 'AUTH', apiKeyEnv: variable } } });
     } finally {
       await harness.dispose();
     }

@@ -49,7 +49,7 @@ describe.skipIf(!hasTmux && !process.env.CI)('harness chat in a real terminal', 
     const env = cleanEnv({ HARNESS_HOME: home, TERM: 'xterm-256color' });
     terminal = new Terminal(`'${process.execPath}' '${bin}' chat --config '${config}' --cwd '${workspace}'; echo "EXITED:$?"; sleep 120`, env);
     const t = terminal;
-    await t.waitFor((s) => s.includes('harness chat · session') && s.includes('› '), 'the banner and the prompt');
+    await t.waitFor((s) => s.includes('harness chat · new session (its journal starts with the first prompt)') && s.includes('› '), 'the banner and the prompt');
 
     // 1. A prompt streams an answer: seen part-way, then whole.
     t.type('What is in this workspace?');
@@ -104,15 +104,23 @@ describe.skipIf(!hasTmux && !process.env.CI)('harness chat in a real terminal', 
     t.type('y');
     await t.waitFor((s) => s.includes('? allow read_file (read)? [y/N]'), 'the second question');
     t.type('n');
-    const screen = await t.waitFor((s) => s.includes('but I could not read README.md') && s.trimEnd().endsWith('›'), 'the reply');
+    let screen = await t.waitFor((s) => s.includes('but I could not read README.md') && s.trimEnd().endsWith('›'), 'the reply');
     expect(screen).toContain('✓ allowed by you');
     expect(screen).toContain('✗ denied (user: the user said no)');
+    // Ctrl-C at the question: a no that says so, and the turn is cancelled; the REPL stays.
+    t.type('Look again.');
+    await t.waitFor((s) => count(s, '? allow list_dir (read)? [y/N]') === 2, 'the question of the second turn');
+    t.keys('C-c');
+    screen = await t.waitFor((s) => s.includes('cancelled — the turn was aborted; the session goes on') && s.trimEnd().endsWith('›'), 'the cancelled turn');
+    expect(screen).toContain('✗ denied (user: no answer (Ctrl-C))');
     t.keys('C-d');
     await t.waitFor((s) => s.includes('EXITED:0'), 'Ctrl-D to quit');
     const events = readEvents(join(home, 'sessions', journals(home)[0]!));
-    expect(events.filter((e) => e.type === 'approval/decided').map((e) => [e.data.decision, e.data.decidedBy])).toEqual([
-      ['allow', 'user'],
-      ['deny', 'user'],
+    expect(events.filter((e) => e.type === 'approval/decided').map((e) => [e.data.decision, e.data.decidedBy, e.data.reason])).toEqual([
+      ['allow', 'user', undefined],
+      ['deny', 'user', 'the user said no'],
+      ['deny', 'user', 'no answer (Ctrl-C)'],
     ]);
+    expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['completed', 'aborted']);
   });
 });

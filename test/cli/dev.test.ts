@@ -7,7 +7,7 @@
  * the repository's files are never touched.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { cpSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bin, cleanEnv, harness, journals, projectRoot, readEvents, tempDir } from './support.ts';
@@ -20,8 +20,8 @@ afterAll(() => {
   project.cleanup();
 });
 
-function writeProject(): { config: string; home: string; adapter: string } {
-  const dir = project.dir;
+function writeProject(dir = project.dir, scriptedConfig: Record<string, unknown> = {}): { config: string; home: string; adapter: string } {
+  mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
   const copy = join(dir, 'plugins/llm-scripted');
   cpSync(join(projectRoot, 'plugins/llm-scripted'), copy, { recursive: true });
@@ -35,7 +35,7 @@ function writeProject(): { config: string; home: string; adapter: string } {
     `export default {
   defaults: { provider: 'scripted', model: 'scripted-default' },
   plugins: [
-    { module: './plugins/llm-scripted/index.ts' },
+    { module: './plugins/llm-scripted/index.ts', config: ${JSON.stringify(scriptedConfig)} },
     { module: ${JSON.stringify(join(projectRoot, 'plugins/tools-workspace/index.ts'))} },
     { module: ${JSON.stringify(join(projectRoot, 'plugins/approvals/index.ts'))} },
   ],
@@ -84,6 +84,8 @@ describe('harness dev', { timeout: 240_000 }, () => {
     const report = await waitFor((o) => o.includes('✗ reload of llm-scripted failed'), 'the failed reload');
     const line = report.split('\n').find((l) => l.includes('✗ reload of llm-scripted failed'))!;
     expect(line).toMatch(/^(› )?✗ reload of llm-scripted failed — PLUGIN_IMPORT_FAILED: .*adapter\.ts.* \(generation 2 still serving\)$/);
+    // Where the syntax error is: the line appended last.
+    expect(line).toContain(`${adapter}:${edited.split('\n').length + 1}:`);
     child.stdin.write('Still the new code?\n');
     await waitFor((o) => count(o, 'HERE IS WHAT I FOUND.') === 2 && count(o, 'tokens  ') === 3, 'a reply from generation 2');
     child.stdin.end();
@@ -105,5 +107,39 @@ describe('harness dev', { timeout: 240_000 }, () => {
     const verify = await harness(['replay', path, '--verify', '--config', config], { home });
     expect(verify.stderr).toMatch(/^warning PLUGIN_IMPORT_FAILED: .* — reading without the config's plugins\n$/);
     expect(verify.code).toBe(0);
+  });
+
+  it('a reload notice that comes while a reply streams is printed on a line of its own, and the reply goes on', async () => {
+    const { config, home, adapter } = writeProject(join(project.dir, 'paced'), { paceMs: 30, fragmentChars: 3 });
+    const dev = spawn(process.execPath, [bin, 'dev', '--config', config, '--cwd', join(projectRoot, 'cookbook/demo-workspace')], { env: cleanEnv({ HARNESS_HOME: home }), cwd: join(project.dir, 'paced') });
+    child = dev;
+    let out = '';
+    dev.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    const exited = new Promise<number | null>((done) => dev.on('close', (code) => done(code)));
+    const waitFor = async (test: (text: string) => boolean, what: string) => {
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline) {
+        if (test(out)) return out;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error(`timed out waiting for ${what}; stdout:\n${out}`);
+    };
+    await waitFor((o) => o.includes('watching 3 plugin folders'), 'the watcher');
+    dev.stdin.write('What is in this workspace?\n');
+    await waitFor((o) => o.includes('Here is what I found. The workspace'), 'the final reply to start streaming');
+    writeFileSync(adapter, `${readFileSync(adapter, 'utf8')}\n`); // a saved change: reload mid-reply
+    await waitFor((o) => /tokens {2}/.test(o), 'the reply to finish');
+    dev.stdin.end();
+    expect(await exited).toBe(0);
+    const lines = out.split('\n');
+    const notice = lines.find((line) => line.includes('↻ reloaded llm-scripted'))!;
+    expect(notice).toMatch(/^↻ reloaded llm-scripted \(generation 2, [\d.]+ m?s\) — the session goes on with the new code$/);
+    // It came while the final reply streamed, and the reply around it is whole (only a line break added).
+    expect(out.indexOf(notice)).toBeGreaterThan(out.indexOf('Here is what I found.'));
+    expect(out.indexOf(notice)).toBeLessThan(out.indexOf('tokens  '));
+    const path = join(home, 'sessions', readdirSync(join(home, 'sessions')).find((name) => name.endsWith('.jsonl'))!);
+    const final = readEvents(path).filter((e) => e.type === 'assistant/message').at(-1)!.data.message.content.find((b: { type: string }) => b.type === 'text').text as string;
+    const flat = (text: string) => text.replace(/\n/g, '');
+    expect(flat(out.replace(notice, ''))).toContain(flat(final));
   });
 });

@@ -3,9 +3,11 @@
  * from the environment, read by harness.config.ts) streams a recorded real response end to end
  * through the real SDK; a missing key is one error line naming the variable.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFixtureServer, type FixtureServer } from '../support/fixture-server.ts';
-import { harness, journalOf, readEvents, tempDir } from './support.ts';
+import { filesOf, harness, journalOf, projectRoot, readEvents, tempDir } from './support.ts';
 
 const home = tempDir('providers');
 let server: FixtureServer;
@@ -29,7 +31,8 @@ describe('real providers from the CLI', { timeout: 120_000 }, () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('The capital of France is Paris.');
     // gpt-5.5 (the provider's first model) is in the config's price table: the footer has a cost.
-    expect(result.stdout).toMatch(/^tokens {2}[\d,]+ in · [\d,]+ out · [\d,]+ cache read · [\d,]+ reasoning · cost \$\d/m);
+    expect(result.stdout).toMatch(/^tokens {2}this turn: [\d,]+ in · [\d,]+ out · [\d,]+ cache read · [\d,]+ reasoning · cost \$\d/m);
+    expect(result.stdout).toMatch(/^ {8}session: {3}[\d,]+ in · [\d,]+ out · [\d,]+ cache read · [\d,]+ reasoning · cost \$\d\S* \(1 turn\)$/m);
     expect(server.requests).toHaveLength(1);
     expect(server.requests[0]).toMatchObject({ method: 'POST', path: '/v1/responses' });
     expect(server.requests[0]!.headers.authorization).toBe('Bearer sk-test-fixture');
@@ -65,6 +68,51 @@ describe('real providers from the CLI', { timeout: 120_000 }, () => {
       expect(result.stderr).toContain(`error AUTH: `);
       expect(result.stderr).toContain(variable);
     }
+  });
+
+  it('a missing key leaves no journal: run and chat check the call (the adapter\'s preflight) before a session exists', async () => {
+    // An adapter of a test project whose preflight refuses a missing key, like the real providers'.
+    const dir = join(home.dir, 'keyed');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
+    writeFileSync(
+      join(dir, 'keyed.ts'),
+      `import { definePlugin, LlmAdapter, LlmError } from ${JSON.stringify(join(projectRoot, 'runtime/index.ts'))};
+class Keyed extends LlmAdapter {
+  listModels() { return [{ id: 'keyed-1', contextWindow: 8000 }]; }
+  preflight() { if (!process.env.KEYED_API_KEY) throw new LlmError('AUTH', 'No API key for provider "keyed": set the environment variable KEYED_API_KEY.'); }
+  async *stream() { yield { type: 'finish', finish: { kind: 'stop' } }; }
+}
+export default definePlugin({ name: 'keyed', setup(ctx) { ctx.llm.registerAdapter(['keyed'], new Keyed()); } });
+`,
+    );
+    writeFileSync(join(dir, 'harness.config.ts'), `export default { defaults: { provider: 'keyed', model: 'keyed-1' }, plugins: [{ module: './keyed.ts' }] };\n`);
+    const fresh = join(home.dir, 'no-journal');
+    const cwd = join(projectRoot, 'cookbook/demo-workspace');
+    const results = await Promise.all([
+      harness(['run', 'Hello', '--config', join(dir, 'harness.config.ts'), '--cwd', cwd], { home: fresh }),
+      harness(['chat', '--config', join(dir, 'harness.config.ts'), '--cwd', cwd], { home: fresh, input: 'Hello\n' }),
+    ]);
+    for (const result of results) {
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe('error AUTH: No API key for provider "keyed": set the environment variable KEYED_API_KEY.\n');
+    }
+    expect(filesOf(join(fresh, 'sessions'))).toEqual([]);
+  });
+
+  it('a missing key for openai, deepseek or anthropic leaves no journal (their adapters refuse it in preflight)', async () => {
+    const fresh = join(home.dir, 'no-journal-real');
+    const cwd = join(projectRoot, 'cookbook/demo-workspace');
+    const results = await Promise.all([
+      harness(['run', 'Hello', '--provider', 'openai', '--cwd', cwd], { home: fresh, env: { OPENAI_BASE_URL: server.openaiBaseURL } }),
+      harness(['run', 'Hello', '--provider', 'deepseek', '--cwd', cwd], { home: fresh }),
+      harness(['chat', '--provider', 'anthropic', '--cwd', cwd], { home: fresh, input: 'Hello\n' }),
+    ]);
+    for (const result of results) {
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^error AUTH: .*(OPENAI|DEEPSEEK|ANTHROPIC)_API_KEY/);
+    }
+    expect(filesOf(join(fresh, 'sessions'))).toEqual([]);
   });
 
   it('an unknown model fails before a journal is written', async () => {

@@ -46,8 +46,19 @@ describe('README', { timeout: 120_000 }, () => {
     expect(pkg.scripts.start).toBeDefined();
     expect(pkg.scripts.test).toBe('vitest run');
     const help = await cli(['--help'], { home: home.dir });
-    const commands = [...help.stdout.matchAll(/^ {2}(\w+) /gm)].map((m) => m[1]).filter((c) => c !== 'help');
+    const section = /^Commands:\n([\s\S]*?)\n\n/m.exec(help.stdout)?.[1] ?? '';
+    const commands = [...section.matchAll(/^ {2}(\w+) /gm)].map((m) => m[1]).filter((c) => c !== 'help');
     expect(commands).toEqual(['run', 'chat', 'dev', 'replay', 'sessions', 'fork', 'import']);
     for (const command of commands) expect(readme).toContain(`harness ${command}`);
+    // What --help says about configs and data directories, the README says too.
+    for (const words of ['$HARNESS_CONFIG', "the config's `dataDir`", '$HARNESS_HOME', '--close-turn']) expect(readme).toContain(words);
+    expect(help.stdout).toContain('$HARNESS_CONFIG');
+  });
+
+  it('says what is confined and what is not: the file tools are, exec_command is not (README and harness.config.ts)', () => {
+    const config = readFileSync(join(projectRoot, 'harness.config.ts'), 'utf8');
+    expect(config).not.toMatch(/exec_command[^\n]*confined to the session's cwd/);
+    expect(config).toContain('exec_command runs `bash -c` IN the workspace directory, but a shell');
+    expect(readme).toContain('`exec_command` is not\nconfined');
   });
 });

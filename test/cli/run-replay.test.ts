@@ -37,7 +37,8 @@ describe('npm start', { timeout: 180_000 }, () => {
     expect(startOutput).toContain('→ read_file {"path":"README.md"}');
     expect(startOutput).toContain('│ 1 # Pocket Ledger');
     expect(startOutput).toContain('Here is what I found. The workspace has 4 entries: README.md, expenses.txt, notes/, src/.');
-    expect(startOutput).toMatch(/^tokens {2}[\d,]+ in · [\d,]+ out · 0 cache · [\d,]+ reasoning · cost \$0\.00$/m);
+    expect(startOutput).toMatch(/^tokens {2}this turn: [\d,]+ in · [\d,]+ out · 0 cache · [\d,]+ reasoning · cost \$0\.00$/m);
+    expect(startOutput).toMatch(/^ {8}session: {3}[\d,]+ in · [\d,]+ out · 0 cache · [\d,]+ reasoning · cost \$0\.00 \(1 turn\)$/m);
     expect(startOutput).toContain(`replay  node bin/harness.js replay ${sessionIdOf(journal)}`);
     expect(journal.startsWith(join(home.dir, 'fresh-home', 'sessions'))).toBe(true);
     expect(journals(join(home.dir, 'fresh-home'))).toHaveLength(1);
@@ -95,6 +96,7 @@ describe('npm start', { timeout: 180_000 }, () => {
     const transcript = await harness(['replay', damaged], opts());
     expect(transcript.code).toBe(1);
     expect(transcript.stderr).toMatch(/^error JOURNAL_CORRUPT: /);
+    expect(transcript.stderr).toMatch(/^hint: `node \S+ replay \S+damaged\.jsonl --salvage` reads past the damaged line; `node \S+ replay \S+damaged\.jsonl --verify` lists all the damage\.$/m);
     const salvaged = await harness(['replay', damaged, '--salvage'], opts());
     expect(salvaged.code).toBe(0);
     expect(salvaged.stderr).toContain('skipped line 10');

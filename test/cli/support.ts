@@ -2,8 +2,8 @@
  * Helpers for the CLI tests: run `node bin/harness.js …` as a child process (asynchronously, so a
  * fixture server in the test process keeps serving), temporary folders, journal reading.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -80,6 +80,78 @@ export function readEvents(path: string): { seq: number; type: string; data: any
 export function journals(home: string): string[] {
   try {
     return readdirSync(join(home, 'sessions')).filter((name) => name.endsWith('.jsonl'));
+  } catch {
+    return [];
+  }
+}
+
+/** The module path of a plugin of this repository. */
+export function pluginModule(name: string): string {
+  return join(projectRoot, 'plugins', name, 'index.ts');
+}
+
+export interface ProjectSpec {
+  readonly defaults?: { provider: string; model: string };
+  /** Plugins of this repository, by folder name, with their config. */
+  readonly plugins: readonly { name: string; config?: unknown }[];
+  /** Scripts for the scripted model: model id → JSON script (written next to the config). */
+  readonly scripts?: Record<string, unknown>;
+  /** Other keys of the config (e.g. `dataDir`). */
+  readonly extra?: Record<string, unknown>;
+}
+
+/**
+ * Writes a harness config (and the scripted model's scripts) into `dir`; returns the config's path.
+ * `llm-scripted` gets a `scripts` entry for each script unless its config names its own.
+ */
+export function writeProject(dir: string, spec: ProjectSpec, file = 'harness.config.ts'): string {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
+  const scripts: Record<string, string> = {};
+  for (const [model, script] of Object.entries(spec.scripts ?? {})) {
+    writeFileSync(join(dir, `${model}.json`), JSON.stringify(script, null, 2));
+    scripts[model] = `./${model}.json`;
+  }
+  const plugins = spec.plugins.map(({ name, config }) => {
+    const withScripts = name === 'llm-scripted' && Object.keys(scripts).length ? { scripts, ...((config as object | undefined) ?? {}) } : config;
+    return { module: pluginModule(name), ...(withScripts === undefined ? {} : { config: withScripts }) };
+  });
+  const config = { ...(spec.extra ?? {}), ...(spec.defaults ? { defaults: spec.defaults } : {}), plugins };
+  const path = join(dir, file);
+  writeFileSync(path, `export default ${JSON.stringify(config, null, 2)};\n`);
+  return path;
+}
+
+/** Starts `node bin/harness.js …args` and hands back the child with its output so far. */
+export function start(args: readonly string[], options: { home: string; env?: Record<string, string | undefined>; cwd?: string }): {
+  child: ChildProcessWithoutNullStreams;
+  out: () => string;
+  err: () => string;
+  exited: Promise<number | null>;
+  /** Resolves once stdout matches `test`. */
+  waitFor: (test: (stdout: string) => boolean, what: string, timeoutMs?: number) => Promise<string>;
+} {
+  const child = spawn(process.execPath, [bin, ...args], { cwd: options.cwd ?? projectRoot, env: cleanEnv({ HARNESS_HOME: options.home, ...options.env }) });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exited = new Promise<number | null>((done) => child.on('close', (code) => done(code)));
+  const waitFor = async (test: (text: string) => boolean, what: string, timeoutMs = 60_000): Promise<string> => {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (test(stdout)) return stdout;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`timed out waiting for ${what}; stdout:\n${stdout}\nstderr:\n${stderr}`);
+  };
+  return { child, out: () => stdout, err: () => stderr, exited, waitFor };
+}
+
+/** Files of a directory (none when it does not exist). */
+export function filesOf(dir: string): string[] {
+  try {
+    return readdirSync(dir);
   } catch {
     return [];
   }

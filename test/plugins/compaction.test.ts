@@ -304,7 +304,8 @@ describe('compaction and journals', () => {
     const source = join(dshRoot, 'headless-agent/compaction-recovery/session.jsonl');
     const imported = await importDshSession(source);
     const written = await writeImportedSession(source, { dataDir: h.dataDir, id: 'compaction-recovery' });
-    const { session, repairs } = await h.openSession(written.path);
+    // The recording's workspace is a placeholder ({{cwd}}): give the resumed session a real one.
+    const { session, repairs } = await h.openSession(written.path, { cwd: h.dataDir });
     expect(repairs.syntheticEvents).toEqual([]);
     const compacted = foldEvents(imported.events).messages;
     expect(session.state.messages).toEqual(compacted);

@@ -202,23 +202,28 @@ describe('crash test: SIGKILL a writer at random points', () => {
       config: { defaults: { provider: 'crash', model: 'crash-1' }, plugins: [{ module: join(projectRoot, 'plugins/llm-scripted/index.ts'), config: { provider: 'crash', scripts: { 'crash-1': scriptPath } } }] },
     });
     try {
+      let resumed = 0;
       for (let run = 0; run < 5; run++) {
         const id = `crash-resume-${run}`;
-        await runAndKill(id, Math.floor(random() * 400));
+        await runAndKill(id, 50 + Math.floor(random() * 400));
         const { session } = await harness.openSession(id);
         const turnsBefore = session.state.turnCount;
+        // A kill before the first event leaves nothing to resume: the first header is then `initial`.
+        const expectedReason = session.state.lastSeq > 0 ? 'resume' : 'initial';
         const events: AnySessionEvent[] = [];
         for await (const event of session.run('Please continue.', { approve: () => 'allow' })) events.push(event);
         const header = events.find((e): e is SessionEvent<'request/header'> => e.type === 'request/header');
         const end = events.find((e): e is SessionEvent<'turn/end'> => e.type === 'turn/end');
-        expect({ run, reason: header?.data.reason, end: end?.data.reason, turn: end?.data.turn }).toEqual({ run, reason: 'resume', end: 'completed', turn: turnsBefore + 1 });
+        expect({ run, seed, reason: header?.data.reason, end: end?.data.reason, turn: end?.data.turn }).toEqual({ run, seed, reason: expectedReason, end: 'completed', turn: turnsBefore + 1 });
         expect(session.state.openTurn).toBeUndefined();
         const all: AnySessionEvent[] = [];
         for await (const event of readJournal(session.path)) all.push(event);
         expect(historyProblems(all, session.state.messages)).toEqual([]);
         expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+        if (expectedReason === 'resume') resumed++;
         await session.close();
       }
+      expect(resumed, 'at least one kill left events to resume').toBeGreaterThan(0);
     } finally {
       await harness.dispose();
     }

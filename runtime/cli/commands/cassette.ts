@@ -4,14 +4,23 @@
  *
  * A fresh harness is built with the llm-replay plugin serving the journal's recorded model calls on
  * the alias route `replay`, and a new session is made in a temporary data directory. The recorded
- * prompts are fed turn by turn (messages that entered the history mid-turn are put back before the
- * call they preceded). Everything outside the model is taken from the recording too, so a re-run is
- * offline, deterministic and has no side effects:
+ * prompts are fed turn by turn. Everything outside the model is taken from the recording too, so a
+ * re-run is offline, deterministic and has no side effects:
  * - each request asks for the recorded model, system prompt and tool list of its (turn, step);
  * - every recorded tool name exists (as a stub), and an approved call is answered with its recorded
  *   result (the tool never runs: the workspace is not touched);
- * - approvals repeat the recorded decisions; a recorded retry is retried at once; a turn the user
- *   aborted during its tools is aborted at the same point.
+ * - approvals repeat the recorded decisions; a recorded retry is retried at once;
+ * - what other plugins put into the history is put back where the recording has it: messages that
+ *   entered mid-turn, and compactions (`compaction/*` and the `surface/replace` that swapped older
+ *   messages for a summary) go back in just before the model call they preceded. The compaction
+ *   plugin itself is not loaded: its summary call is not a recorded model call, and whether it
+ *   fires depends on token estimates and context windows — replaying what it recorded is faithful,
+ *   re-deciding it is not;
+ * - a turn that was cut short (`aborted` by the user, or `interrupted`: the process died and the
+ *   journal's repair closed the turn) is stopped where the recording stops: at the approval that was
+ *   answered by Ctrl-C, after the tool call that was running, where the recorded stream ends, or —
+ *   failing those — before a model call the recording does not have. A re-run turn that ends
+ *   `aborted` there matches a recorded `interrupted` one.
  * What is compared: every request against its recorded call (llm-replay: provider, model, tool names,
  * message count), unconsumed recorded calls, every assistant message (content, finish), every tool
  * result, and every turn's end reason. Any difference is a divergence: exit code 1.
@@ -27,7 +36,6 @@ import {
   readJournal,
   readJournalHeader,
   recordedCalls,
-  resolveSessionPath,
   type AnySessionEvent,
   type ApprovalAnswer,
   type Harness,
@@ -38,38 +46,52 @@ import {
   type UserMessage,
 } from '../../index.ts';
 import { projectRoot, type Io } from '../env.ts';
-import { oneLine } from '../format.ts';
-import { openHarnessForReading, type GlobalOptions } from '../setup.ts';
+import { oneLine, printable } from '../format.ts';
+import { openHarnessForReading, sessionPath, type GlobalOptions } from '../setup.ts';
+
+/** Events the re-run appends itself where the recording has them (what plugins put into the history). */
+const REPLAYED_TYPES = new Set(['user/message', 'compaction/start', 'compaction/summary', 'surface/replace', 'compaction/end']);
+type Replayed = { readonly type: string; readonly data: unknown };
 
 interface TurnPlan {
   readonly turn: number;
   /** Messages the turn was started with. */
   readonly input: UserMessage[];
-  /** `turn:step` → messages that entered the history before that step's call. */
-  readonly injected: Map<string, SessionEvent<'user/message'>['data'][]>;
-  /** Messages that entered the history after the turn's last call (appended after the turn). */
-  readonly trailing: SessionEvent<'user/message'>['data'][];
-  /** Messages that entered the history between the previous turn and this one. */
-  readonly before: SessionEvent<'user/message'>['data'][];
+  /** Recorded call index → what entered the history before that call (mid-turn messages, compactions). */
+  readonly injected: Map<number, Replayed[]>;
+  /** What entered the history after the turn's last call (appended after the turn). */
+  readonly trailing: Replayed[];
+  /** What entered the history between the previous turn and this one. */
+  readonly before: Replayed[];
   readonly reason?: string;
+  /** Where a cut-short turn stops: after the tool call with this id ran, or at its approval. */
+  readonly cut?: { readonly at: 'execute' | 'approval'; readonly callId: string };
 }
 
 type Dsc = string;
+
+/** A recorded `interrupted` turn (the journal's repair after a crash) matches a re-run stopped where the recording was cut. */
+function sameEnd(recorded: string | undefined, rerun: string | undefined): boolean {
+  return recorded === rerun || (recorded === 'interrupted' && rerun === 'aborted');
+}
 
 export async function cassetteCommand(session: string, globals: GlobalOptions, io: Io): Promise<number> {
   // The config's plugins stay loaded while the recording is read: their event types are known.
   const configHarness = await openHarnessForReading(globals, io);
   const temp = mkdtempSync(join(tmpdir(), 'harness-cassette-'));
+  // The re-run's data directory goes, however the process ends (a closed pipe or a signal exits at once).
+  const removeTemp = () => rmSync(temp, { recursive: true, force: true });
+  process.once('exit', removeTemp);
   let rerun: Harness | undefined;
   try {
-    const path = resolveSessionPath(session, configHarness.dataDir);
+    const path = sessionPath(session, configHarness.dataDir);
     const header = await readJournalHeader(path);
     const events: AnySessionEvent[] = [];
     for await (const event of readJournal(path)) events.push(event);
     const calls = recordedCalls(events);
-    const plans = planTurns(events);
+    const plans = planTurns(events, calls);
     const { c } = io;
-    io.out.write(`${c.bold('cassette')} ${header.id} ${c.dim(`(${path})`)}\n${c.dim(`re-running ${plans.length} turn${plans.length === 1 ? '' : 's'} offline: ${calls.length} recorded model call${calls.length === 1 ? '' : 's'} served by llm-replay, recorded tool results and approvals`)}\n`);
+    io.out.write(`${c.bold('cassette')} ${printable(header.id)} ${c.dim(`(${printable(path)})`)}\n${c.dim(`re-running ${plans.length} turn${plans.length === 1 ? '' : 's'} offline: ${calls.length} recorded model call${calls.length === 1 ? '' : 's'} served by llm-replay, recorded tool results and approvals`)}\n`);
 
     const headers = calls.map((call) => call.header).filter((h): h is RequestHeader => h !== undefined);
     const firstModel = headers[0]?.config.model ?? 'recorded';
@@ -102,7 +124,13 @@ export async function cassetteCommand(session: string, globals: GlobalOptions, i
     // Each request asks for what the recording asked for at its (turn, step).
     let currentHeader: RequestHeader | undefined = headers[0];
     const firstCall = (turn: number, step: number): RecordedCall | undefined => calls.find((call) => call.turn === turn && call.step === step);
+    /** The recorded call the next request at (turn, step) gets. */
+    const nextCall = (turn: number, step: number): RecordedCall | undefined => cassette.unconsumed().find((call) => call.turn === turn && call.step === step);
+    let plan: TurnPlan | undefined;
+    let abortRun: (() => void) | undefined;
     rerun.ctx.on('agent/request', (proposal, next) => {
+      // A cut-short turn: a call the recording does not have is where it stopped.
+      if ((plan?.reason === 'aborted' || plan?.reason === 'interrupted') && nextCall(proposal.turn, proposal.step) === undefined) abortRun?.();
       const header = firstCall(proposal.turn, proposal.step)?.header ?? currentHeader;
       currentHeader = header;
       if (header === undefined) return next(proposal);
@@ -110,15 +138,14 @@ export async function cassetteCommand(session: string, globals: GlobalOptions, i
       const { system: _drop, ...rest } = proposal;
       return next({ ...rest, config: { provider: 'replay', model: header.config.model }, ...(typeof header.system === 'string' ? { system: header.system } : {}), tools });
     });
-    // Messages that entered mid-turn go back in before the call they preceded.
-    const injectedDone = new Set<string>();
-    let plan: TurnPlan | undefined;
+    // What entered the history mid-turn (messages, compactions) goes back in before the call it preceded.
+    const injectedDone = new Set<number>();
     rerun.ctx.on('agent/pre-step', async (payload, next) => {
-      const key = `${payload.turn}:${payload.step}`;
-      const inject = plan?.injected.get(key);
-      if (inject === undefined || injectedDone.has(key)) return next(payload);
-      injectedDone.add(key);
-      for (const data of inject) await payload.session.append('user/message', data);
+      const call = nextCall(payload.turn, payload.step);
+      const inject = call === undefined ? undefined : plan?.injected.get(call.index);
+      if (call === undefined || inject === undefined || injectedDone.has(call.index)) return next(payload);
+      injectedDone.add(call.index);
+      for (const event of inject) await appendRecorded(payload.session, event);
       return next({ ...payload, messages: payload.session.state.messages });
     });
     // A recorded retry is retried at once (as long as the recording has another call at that step).
@@ -128,7 +155,6 @@ export async function cassetteCommand(session: string, globals: GlobalOptions, i
       return more ? Promise.resolve({ action: 'retry' as const }) : next(payload);
     });
     // Approved calls are answered with their recorded results; the tool never runs.
-    let abortRun: (() => void) | undefined;
     const divergences: Dsc[] = [];
     rerun.ctx.on('tools/execute', async (payload) => {
       const recorded = recordedResults.get(payload.callId);
@@ -137,7 +163,9 @@ export async function cassetteCommand(session: string, globals: GlobalOptions, i
         return { content: [{ type: 'text', text: 'The recording has no result for this call.' }], isError: true, code: 'NOT_RECORDED', durationMs: 0 };
       }
       const block = recorded.message.content.find((b) => b.type === 'tool-result');
-      if (recorded.code === 'ABORTED') queueMicrotask(() => abortRun?.());
+      // The call that was running when the turn was cut: the turn stops here (the later calls of the
+      // step see the abort before they run, as they did in the recording).
+      if (plan?.cut?.at === 'execute' && plan.cut.callId === payload.callId) abortRun?.();
       return {
         content: block && block.type === 'tool-result' ? block.content : [],
         isError: block && block.type === 'tool-result' ? block.isError : true,
@@ -146,6 +174,8 @@ export async function cassetteCommand(session: string, globals: GlobalOptions, i
       };
     });
     const approve = (request: { callId: string }): ApprovalAnswer => {
+      // The question that was answered by Ctrl-C (or a signal): the turn stops here.
+      if (plan?.cut?.at === 'approval' && plan.cut.callId === request.callId) abortRun?.();
       const decision = recordedDecisions.get(request.callId);
       if (decision !== undefined) return { decision: decision.decision, decidedBy: decision.decidedBy, ...(decision.reason ? { reason: decision.reason } : {}) };
       if (recordedResults.get(request.callId)?.code === 'DENIED') return { decision: 'deny', decidedBy: 'replay', reason: 'denied in the recording' };
@@ -156,7 +186,7 @@ export async function cassetteCommand(session: string, globals: GlobalOptions, i
     const produced: AnySessionEvent[] = [];
     for (const turnPlan of plans) {
       plan = turnPlan;
-      for (const data of turnPlan.before) produced.push(await replica.session.append('user/message', data) as AnySessionEvent);
+      for (const event of turnPlan.before) produced.push(await appendRecorded(replica.session, event));
       const controller = new AbortController();
       abortRun = () => controller.abort();
       let reason: string | undefined;
@@ -164,10 +194,11 @@ export async function cassetteCommand(session: string, globals: GlobalOptions, i
         produced.push(event);
         if (event.type === 'turn/end') reason = event.data.reason;
       }
-      for (const data of turnPlan.trailing) produced.push(await replica.session.append('user/message', data) as AnySessionEvent);
-      const same = reason === turnPlan.reason;
+      for (const event of turnPlan.trailing) produced.push(await appendRecorded(replica.session, event));
+      const same = sameEnd(turnPlan.reason, reason);
       const turnCalls = calls.filter((call) => call.turn === turnPlan.turn).length;
-      io.out.write(`  ${same ? c.green('✓') : c.red('✗')} turn ${turnPlan.turn} ${reason ?? 'did not end'}${same ? '' : c.red(` (recorded: ${turnPlan.reason ?? 'no turn/end'})`)} ${c.dim(`· ${turnCalls} model call${turnCalls === 1 ? '' : 's'}`)}\n`);
+      const note = !same ? c.red(` (recorded: ${turnPlan.reason ?? 'no turn/end'})`) : turnPlan.reason !== reason ? c.dim(` (recorded: ${turnPlan.reason} — stopped where the recording was cut)`) : '';
+      io.out.write(`  ${same ? c.green('✓') : c.red('✗')} turn ${turnPlan.turn} ${reason ?? 'did not end'}${note} ${c.dim(`· ${turnCalls} model call${turnCalls === 1 ? '' : 's'}`)}\n`);
       if (!same) divergences.push(`turn ${turnPlan.turn} ended ${reason ?? '(no turn/end)'}; the recording says ${turnPlan.reason ?? '(no turn/end)'}`);
     }
     await replica.close();
@@ -185,38 +216,67 @@ export async function cassetteCommand(session: string, globals: GlobalOptions, i
       return 0;
     }
     io.out.write(`${c.red(`diverged (${divergences.length})`)}\n`);
-    for (const divergence of divergences) io.out.write(`  ${c.red('✗')} ${divergence.split('\n').join('\n    ')}\n`);
+    for (const divergence of divergences) io.out.write(`  ${c.red('✗')} ${printable(divergence).split('\n').join('\n    ')}\n`);
     return 1;
   } finally {
     await rerun?.dispose();
     await configHarness.dispose();
-    rmSync(temp, { recursive: true, force: true });
+    removeTemp();
+    process.off('exit', removeTemp);
   }
 }
 
-/** Splits the recording into turns: their input, mid-turn messages, and the reason each ended. */
-function planTurns(events: readonly AnySessionEvent[]): TurnPlan[] {
+/** Appends a recorded event of the history to the re-run (same type and data). */
+async function appendRecorded(session: { append(type: never, data: never): Promise<unknown> }, event: Replayed): Promise<AnySessionEvent> {
+  return (await session.append(event.type as never, event.data as never)) as AnySessionEvent;
+}
+
+/**
+ * Splits the recording into turns: their input, what entered the history mid-turn (keyed by the
+ * recorded call it preceded), the reason each ended, and where a cut-short turn stops.
+ */
+function planTurns(events: readonly AnySessionEvent[], calls: readonly RecordedCall[]): TurnPlan[] {
+  const callAt = new Map(calls.map((call) => [call.firstSeq, call.index]));
   const plans: TurnPlan[] = [];
-  let before: SessionEvent<'user/message'>['data'][] = [];
-  let current: { plan: TurnPlan; sawCall: boolean; pending: SessionEvent<'user/message'>['data'][] } | undefined;
+  let before: Replayed[] = [];
+  let current:
+    | { plan: TurnPlan; started: boolean; pending: Replayed[]; lastChunkSeq: number; decisions: { seq: number; at: 'execute' | 'approval'; callId: string }[] }
+    | undefined;
   for (const event of events) {
     if (event.type === 'turn/start') {
-      current = { plan: { turn: event.data.turn, input: [], injected: new Map(), trailing: [], before }, sawCall: false, pending: [] };
+      current = { plan: { turn: event.data.turn, input: [], injected: new Map(), trailing: [], before }, started: false, pending: [], lastChunkSeq: 0, decisions: [] };
       before = [];
       plans.push(current.plan);
-    } else if (event.type === 'user/message') {
-      if (current === undefined) before.push(event.data);
-      else if (!current.sawCall) current.plan.input.push(event.data.message);
-      else current.pending.push(event.data);
-    } else if (event.type === 'assistant/chunk' && current !== undefined) {
-      current.sawCall = true;
-      if (current.pending.length) {
-        const key = `${event.data.turn}:${event.data.step}`;
-        current.plan.injected.set(key, [...(current.plan.injected.get(key) ?? []), ...current.pending]);
+      continue;
+    }
+    if (current === undefined) {
+      if (REPLAYED_TYPES.has(event.type)) before.push({ type: event.type, data: event.data });
+      continue;
+    }
+    // The user messages right after turn/start are the turn's input; anything else starts the turn.
+    if (!current.started && event.type === 'user/message') {
+      current.plan.input.push(event.data.message);
+      continue;
+    }
+    current.started = true;
+    if (REPLAYED_TYPES.has(event.type)) current.pending.push({ type: event.type, data: event.data });
+    else if (event.type === 'assistant/chunk') {
+      current.lastChunkSeq = event.seq;
+      const index = callAt.get(event.seq);
+      if (index !== undefined && current.pending.length) {
+        current.plan.injected.set(index, current.pending);
         current.pending = [];
       }
-    } else if (event.type === 'turn/end' && current !== undefined) {
-      (current.plan as { reason?: string }).reason = event.data.reason;
+    } else if (event.type === 'approval/decided') current.decisions.push({ seq: event.seq, at: 'approval', callId: event.data.callId });
+    else if (event.type === 'tool/start') current.decisions.push({ seq: event.seq, at: 'execute', callId: event.data.callId });
+    else if (event.type === 'turn/end') {
+      const plan = current.plan as { reason?: string; cut?: TurnPlan['cut'] };
+      plan.reason = event.data.reason;
+      if (event.data.reason === 'aborted' || event.data.reason === 'interrupted') {
+        // The last thing outside the model that happened after the last recorded chunk is where the turn was cut.
+        const last = current.decisions.filter((d) => d.seq > current!.lastChunkSeq).at(-1);
+        if (last !== undefined) plan.cut = { at: last.at, callId: last.callId };
+      }
       current.plan.trailing.push(...current.pending);
       current = undefined;
     }

@@ -6,17 +6,24 @@
  *
  * Keys: Enter sends a prompt. Ctrl-C cancels the running turn (the REPL stays usable); a second
  * Ctrl-C — at the prompt, or before the next prompt is sent — quits, as does Ctrl-D or `/exit`.
+ * SIGTERM and SIGHUP cancel the running turn the same way, then quit (exit 128 + the signal).
  * Approval policies that ask (`read-only` for write tools, `always-ask`) prompt y/n in a terminal.
  * With piped input each line is a prompt, run in order; the end of input quits after the last turn.
+ *
+ * A new session is created with the first prompt: quitting before one leaves no journal.
  */
 import { watch, type FSWatcher } from 'chokidar';
 import { dirname, resolve, sep } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
-import type { AgentSession, ApprovalRequest, Harness, PluginReloadedEvent, PluginReloadFailedEvent } from '../../index.ts';
+import { HarnessError, type AgentSession, type ApprovalRequest, type Harness, type PluginReloadedEvent, type PluginReloadFailedEvent } from '../../index.ts';
+import { askInTerminal, type Ask, type AskAnswer } from '../approval.ts';
 import type { Io } from '../env.ts';
-import { formatMs, oneLine } from '../format.ts';
-import { LiveRenderer, usageFooter } from '../render.ts';
-import { approvalQuestion, isYes, makeApprover, openHarness, resolveCall, sessionHints, titleOf, type Ask, type GlobalOptions, type TurnOptions } from '../setup.ts';
+import { formatMs, oneLine, printable } from '../format.ts';
+import { onStop, type StopRequest } from '../lifecycle.ts';
+import { LiveRenderer } from '../render.ts';
+import { checkWorkspace, errorLocation, makeApprover, openHarness, resolveCall, sessionHints, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
+import { UsageTally } from '../usage.ts';
+import { resumeSession } from './run.ts';
 
 const HELP = [
   'Type a prompt and press Enter.',
@@ -26,26 +33,36 @@ const HELP = [
 ].join('\n');
 
 export async function chatCommand(options: TurnOptions, globals: GlobalOptions, io: Io, mode: { watch: boolean }): Promise<number> {
+  const cwd = options.cwd ? checkWorkspace(resolve(options.cwd), '--cwd') : undefined;
   const harness = await openHarness(globals, io);
   let watcher: FSWatcher | undefined;
+  let repl: Repl | undefined;
+  // A stop before the REPL runs ends the command before anything is opened; while it runs, it quits it.
+  let stopped: StopRequest | undefined;
+  const disposeStop = onStop((request) => {
+    stopped = request;
+    void repl?.stop(request);
+  });
   try {
-    const cwd = options.cwd ? resolve(options.cwd) : undefined;
-    let session: AgentSession;
-    let fresh = false;
+    let session: AgentSession | undefined;
     if (options.resume) {
-      session = (await harness.openSession(options.resume, cwd ? { cwd } : {})).session;
+      session = await resumeSession(harness, options.resume, cwd, io);
     } else {
-      await resolveCall(harness, options); // fail fast, before a journal exists
-      session = await harness.createSession(cwd ? { cwd } : {});
-      fresh = true;
+      await resolveCall(harness, options); // fail fast: nothing is created before the first prompt
     }
     const call = await resolveCall(harness, options, session);
-    const repl = new Repl(harness, session, { ...options, fresh, call }, globals, io);
+    if (stopped) {
+      await session?.close();
+      return stopped.exitCode;
+    }
+    repl = new Repl(harness, session, { ...options, ...(cwd ? { cwd } : {}), call }, globals, io);
     const exit = repl.run();
-    if (mode.watch) watcher = await startWatcher(harness, (line) => repl.notify(line), io);
+    if (mode.watch) watcher = await startWatcher(harness, (line) => repl!.notify(line), io);
     return await exit;
   } finally {
     await watcher?.close();
+    await repl?.close();
+    disposeStop();
     await harness.dispose();
   }
 }
@@ -59,27 +76,32 @@ class Repl {
   private armed = false;
   private eof = false;
   private closing = false;
-  private fresh: boolean;
+  /** How the running turn was cancelled (for the approval question's "no answer (…)"). */
+  private cancelledBy: string | undefined;
+  /** The stop that ends the REPL, if one came (its exit code wins). */
+  private stopRequest: StopRequest | undefined;
+  private tally: UsageTally | undefined;
   private exit!: (code: number) => void;
 
   constructor(
     private readonly harness: Harness,
-    private readonly session: AgentSession,
-    private readonly options: TurnOptions & { fresh: boolean; call: { provider?: string; model?: string } },
+    /** The session, once there is one: a new one is created with the first prompt. */
+    private session: AgentSession | undefined,
+    private readonly options: TurnOptions & { call: { provider?: string; model?: string } },
     private readonly globals: GlobalOptions,
     private readonly io: Io,
   ) {
-    this.fresh = options.fresh;
     this.terminal = process.stdin.isTTY === true && io.interactive;
     this.rl = createInterface({ input: process.stdin, output: io.out, terminal: this.terminal, prompt: io.c.cyan('› ') });
   }
 
   run(): Promise<number> {
     const { c } = this.io;
-    const header = this.session.state.header?.config;
+    const header = this.session?.state.header?.config;
     const defaults = this.harness.config.defaults;
     const model = this.options.call.provider ? `${this.options.call.provider}/${this.options.call.model}` : header ? `${header.provider}/${header.model}` : `${defaults?.provider ?? 'scripted'}/${defaults?.model ?? 'scripted-default'}`;
-    this.io.out.write(`${c.bold('harness chat')} ${c.dim(`· session ${this.session.id} · ${model} · approvals ${this.options.approve ?? 'read-only'}`)}\n${c.dim('Ctrl-C cancels a turn · Ctrl-C twice or Ctrl-D quits · /help')}\n`);
+    const which = this.session ? `session ${this.session.id}` : 'new session (its journal starts with the first prompt)';
+    this.io.out.write(`${c.bold('harness chat')} ${c.dim(`· ${which} · ${model} · approvals ${this.options.approve ?? this.harness.ctx.approvals?.defaultPolicy ?? 'deny-all (no approvals plugin)'}`)}\n${c.dim('Ctrl-C cancels a turn · Ctrl-C twice or Ctrl-D quits · /help')}\n`);
     return new Promise<number>((resolveExit) => {
       this.exit = resolveExit;
       this.rl.on('line', (line) => {
@@ -96,6 +118,19 @@ class Repl {
       });
       this.prompt();
     });
+  }
+
+  /** SIGTERM, SIGHUP or a closed output: cancel the running turn like Ctrl-C, then quit. */
+  async stop(request: StopRequest): Promise<void> {
+    this.stopRequest = request;
+    if (this.running && request.cause !== 'EPIPE') this.running.renderer.line(this.io.c.yellow(`${request.label}: cancelling the turn…`));
+    this.cancelledBy ??= request.label;
+    await this.quit(request.exitCode);
+  }
+
+  /** Closes the session's journal (flushed, its lock released). */
+  async close(): Promise<void> {
+    await this.session?.close().catch(() => undefined);
   }
 
   /** Prints a line without tearing the prompt or a streaming reply apart. */
@@ -125,7 +160,8 @@ class Repl {
       return this.prompt();
     }
     if (text === '/session') {
-      this.io.out.write(`${this.io.c.dim('session')} ${this.session.id}\n${sessionHints(this.session, this.globals, this.io)}\n`);
+      if (this.session) this.io.out.write(`${this.io.c.dim('session')} ${this.session.id}\n${sessionHints(this.session, this.harness.dataDir, this.globals, this.io)}\n`);
+      else this.io.out.write(this.io.c.dim('no session yet: it starts with the first prompt\n'));
       return this.prompt();
     }
     await this.turn(text);
@@ -140,31 +176,39 @@ class Repl {
     const { c } = this.io;
     const controller = new AbortController();
     const renderer = new LiveRenderer(this.io);
+    this.cancelledBy = undefined;
     const ask: Ask | undefined = this.terminal ? (request) => this.ask(request, renderer, controller.signal) : undefined;
-    const approve = makeApprover(this.harness, this.options.approve ?? 'read-only', ask);
+    const approve = makeApprover(this.harness, this.options.approve, ask);
     const done = (async () => {
       try {
-        if (this.fresh) {
-          this.fresh = false;
+        if (this.session === undefined) {
+          // The first prompt of a new session: its journal starts now.
+          this.session = await this.harness.createSession(this.options.cwd ? { cwd: this.options.cwd } : {});
+          this.tally = new UsageTally();
           await this.session.session.append('session/title', { title: titleOf(prompt) });
         }
-        for await (const event of this.session.run(prompt, {
+        const session = this.session;
+        this.tally ??= await UsageTally.of(session); // a resumed session: its past, from the journal
+        this.tally.startTurn();
+        if (this.closing) return;
+        for await (const event of session.run(prompt, {
           signal: controller.signal,
           approve,
           ...this.options.call,
           ...(this.options.reasoningEffort ? { reasoningEffort: this.options.reasoningEffort } : {}),
         })) {
           renderer.event(event);
+          this.tally.add(event);
         }
       } catch (error) {
-        renderer.line(c.red(`error: ${error instanceof Error ? error.message : String(error)}`));
+        renderer.line(c.red(`error${HarnessError.is(error) ? ` ${error.code}` : ''}: ${oneLine(error instanceof Error ? error.message : String(error), 400)}`));
       }
       renderer.finish();
       const end = renderer.lastTurnEnd?.data;
-      if (end?.reason === 'error') this.io.out.write(`${c.red(`error ${end.failure?.code ?? 'UNKNOWN'}:`)} ${end.failure?.message ?? 'the turn failed'}\n`);
-      else if (end?.reason === 'aborted') this.io.out.write(c.yellow('cancelled — the turn was aborted; the session goes on\n'));
+      if (end?.reason === 'error') this.io.out.write(`${c.red(`error ${printable(end.failure?.code ?? 'UNKNOWN')}:`)} ${printable(end.failure?.message ?? 'the turn failed')}\n`);
+      else if (end?.reason === 'aborted') this.io.out.write(c.yellow(this.stopRequest ? `cancelled — the turn was aborted (${this.stopRequest.label})\n` : 'cancelled — the turn was aborted; the session goes on\n'));
       else if (end?.reason === 'max-tokens') this.io.out.write(c.yellow('the reply hit the output limit (max-tokens)\n'));
-      this.io.out.write(`${c.dim(usageFooter(this.harness, this.session.id, renderer.usage, this.io))}\n\n`);
+      if (this.tally && end) this.io.out.write(`${c.dim(this.tally.footer(this.harness, this.io))}\n\n`);
     })();
     this.running = { controller, done, renderer };
     try {
@@ -174,22 +218,31 @@ class Repl {
     }
   }
 
-  private async ask(request: ApprovalRequest, renderer: LiveRenderer, signal: AbortSignal): Promise<boolean> {
+  private async ask(request: ApprovalRequest, renderer: LiveRenderer, signal: AbortSignal): Promise<AskAnswer> {
     await renderer.whenShown(request.callId);
     renderer.pause();
     renderer.breakLine();
-    return new Promise((done) => {
-      if (signal.aborted) return done(false);
-      const onAbort = () => {
-        this.io.out.write('\n');
-        done(false);
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.rl.question(approvalQuestion(request, this.io), { signal }, (answer) => {
-        signal.removeEventListener('abort', onAbort);
-        done(isYes(answer));
-      });
-    });
+    const cancelled = () => ({ none: this.cancelledBy ?? 'the turn was cancelled' });
+    if (signal.aborted) return { allow: false, reason: `no answer (${cancelled().none})` };
+    return askInTerminal(request, this.io, (prompt) =>
+      new Promise((done) => {
+        if (signal.aborted) return done(cancelled());
+        if (this.eof) return done({ none: 'end of input' });
+        const settle = (reply: { text: string } | { none: string }) => {
+          signal.removeEventListener('abort', onAbort);
+          this.rl.off('close', onClose);
+          done(reply);
+        };
+        const onAbort = () => {
+          this.io.out.write('\n');
+          settle(cancelled());
+        };
+        const onClose = () => settle({ none: 'end of input' }); // Ctrl-D at the question
+        signal.addEventListener('abort', onAbort, { once: true });
+        this.rl.once('close', onClose);
+        this.rl.question(prompt, { signal }, (text) => settle({ text }));
+      }),
+    );
   }
 
   private interrupt(): void {
@@ -200,7 +253,8 @@ class Repl {
     }
     if (this.running) {
       this.armed = true;
-      this.running.controller.abort();
+      this.cancelledBy ??= 'Ctrl-C';
+      this.running.controller.abort(new HarnessError('ABORTED', 'The turn was cancelled (Ctrl-C).'));
       this.running.renderer.line(this.io.c.yellow('^C cancelling the turn (Ctrl-C again to quit)'));
       return;
     }
@@ -222,12 +276,14 @@ class Repl {
     this.closing = true;
     const running = this.running;
     if (running) {
-      running.controller.abort();
+      running.controller.abort(new HarnessError('ABORTED', `The turn was cancelled (${this.stopRequest?.label ?? 'quit'}).`));
       await running.done.catch(() => undefined);
     }
     this.rl.close();
-    this.io.out.write(`\n${sessionHints(this.session, this.globals, this.io)}\n`);
-    this.exit(code);
+    if (this.session) this.io.out.write(`\n${sessionHints(this.session, this.harness.dataDir, this.globals, this.io)}\n`);
+    else this.io.out.write(`\n${this.io.c.dim('no prompt was sent: no session was created')}\n`);
+    await this.close();
+    this.exit(this.stopRequest?.exitCode ?? code);
   }
 }
 
@@ -246,7 +302,13 @@ async function startWatcher(harness: Harness, notify: (line: string) => void, io
   harness.kernel.bus.add('plugin/reloaded', (event: PluginReloadedEvent) => notify(c.green(`↻ reloaded ${event.name} (generation ${event.generation}, ${formatMs(event.reloadMs)}) — the session goes on with the new code`)), { owner: 'cli' });
   harness.kernel.bus.add(
     'plugin/reload-failed',
-    (event: PluginReloadFailedEvent) => notify(c.red(`✗ reload of ${event.name} failed — ${event.failure.code}: ${oneLine(describeFailure(event), 240)} (generation ${event.generation} still serving)`)),
+    (event: PluginReloadFailedEvent) => {
+      // A syntax error is reported with its file:line:col (found by parsing the file again).
+      const located = HarnessError.is(event.error) ? errorLocation(event.error, '').catch(() => undefined) : Promise.resolve(undefined);
+      void located.then((where) =>
+        notify(c.red(`✗ reload of ${event.name} failed — ${event.failure.code}: ${oneLine(describeFailure(event), 240)}${where ? ` (at ${where.at})` : ''} (generation ${event.generation} still serving)`)),
+      );
+    },
     { owner: 'cli' },
   );
   const timers = new Map<string, NodeJS.Timeout>();

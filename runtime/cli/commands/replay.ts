@@ -13,16 +13,15 @@ import {
   readJournal,
   readJournalHeader,
   recordedCalls,
-  resolveSessionPath,
   unansweredToolCalls,
   type AnySessionEvent,
   type OpenedSession,
   type SessionState,
 } from '../../index.ts';
 import type { Io } from '../env.ts';
-import { formatUsage, oneLine } from '../format.ts';
+import { formatUsage, oneLine, printable } from '../format.ts';
 import { TranscriptPrinter } from '../render.ts';
-import { openHarnessForReading, type GlobalOptions } from '../setup.ts';
+import { openHarnessForReading, sessionPath, type GlobalOptions } from '../setup.ts';
 
 export interface ReplayOptions {
   readonly json?: boolean;
@@ -32,9 +31,27 @@ export interface ReplayOptions {
   readonly salvage?: boolean;
 }
 
+/**
+ * The modes and what each combines with: a transcript (`--json`, `--salvage`), the state at a seq
+ * (`--at`, with `--json`), `--verify` alone, `--cassette` alone.
+ * @throws HarnessError `INVALID_ARGUMENTS` naming the flags that do not go together.
+ */
+function checkFlags(options: ReplayOptions): void {
+  const set = (name: keyof ReplayOptions) => options[name] !== undefined && options[name] !== false;
+  const flag = (name: keyof ReplayOptions) => (name === 'at' ? '--at' : `--${name}`);
+  const allowed: Record<string, readonly (keyof ReplayOptions)[]> = { verify: [], cassette: [], at: ['json'] };
+  for (const mode of ['verify', 'cassette', 'at'] as const) {
+    if (!set(mode)) continue;
+    const others = (['json', 'at', 'verify', 'cassette', 'salvage'] as const).filter((name) => name !== mode && set(name) && !allowed[mode]!.includes(name));
+    if (others.length > 0) {
+      const what = mode === 'verify' ? 'an integrity check of the whole journal' : mode === 'cassette' ? 'an offline re-run that prints its own report' : 'the state at one seq (with --json: as JSON)';
+      throw new HarnessError('INVALID_ARGUMENTS', `${flag(mode)} cannot be combined with ${others.map(flag).join(' or ')}: ${flag(mode)} is ${what}. Run them one at a time.`);
+    }
+  }
+}
+
 export async function replayCommand(session: string, options: ReplayOptions, globals: GlobalOptions, io: Io): Promise<number> {
-  const chosen = [options.verify && '--verify', options.cassette && '--cassette'].filter(Boolean);
-  if (chosen.length > 1) throw new HarnessError('INVALID_ARGUMENTS', `${chosen.join(' and ')} cannot be combined; run them one at a time.`);
+  checkFlags(options);
   if (options.cassette) {
     const { cassetteCommand } = await import('./cassette.ts');
     return cassetteCommand(session, globals, io);
@@ -42,17 +59,10 @@ export async function replayCommand(session: string, options: ReplayOptions, glo
   // The config's plugins are loaded so that their event types are known to the reader.
   const harness = await openHarnessForReading(globals, io);
   try {
-    const path = resolveSessionPath(session, harness.dataDir);
+    const path = sessionPath(session, harness.dataDir);
     if (options.verify) return await verify(path, io);
-    try {
-      if (options.at !== undefined) return await stateAtSeq(path, options.at, options.json === true, io);
-      return await transcript(path, options, io);
-    } catch (error) {
-      if (HarnessError.is(error) && error.code === 'JOURNAL_CORRUPT') {
-        throw new HarnessError(error.code, `${error.message.replace(/;? ?read it with \{ salvage: true \} to skip the line\./, '.')} \`replay --salvage\` reads past it; \`replay --verify\` lists the damage.`, { cause: error });
-      }
-      throw error;
-    }
+    if (options.at !== undefined) return await stateAtSeq(path, options.at, options.json === true, io);
+    return await transcript(path, options, io);
   } finally {
     await harness.dispose();
   }
@@ -80,7 +90,7 @@ async function transcript(path: string, options: ReplayOptions, io: Io): Promise
     }
     io.out.write(`\n${io.c.dim(`${last} events · ${turns} turn${turns === 1 ? '' : 's'} · ${formatUsage(usage)}`)}\n`);
   }
-  for (const line of skipped) io.err.write(io.c.yellow(`skipped ${line}\n`));
+  for (const line of skipped) io.err.write(io.c.yellow(`skipped ${printable(line)}\n`));
   return 0;
 }
 
@@ -93,7 +103,7 @@ async function stateAtSeq(path: string, seq: number, json: boolean, io: Io): Pro
     folder.apply(event);
     last = event.seq;
   }
-  if (last < seq) throw new HarnessError('SEQ_OUT_OF_RANGE', `Session ${header.id} has ${last} events; there is no seq ${seq}.`);
+  if (last < seq) throw new HarnessError('SEQ_OUT_OF_RANGE', `Session ${printable(header.id)} has ${last} events; there is no seq ${seq}.`);
   const state = folder.finish();
   if (json) {
     io.out.write(`${JSON.stringify({ header, atSeq: seq, state })}\n`);
@@ -106,18 +116,18 @@ async function stateAtSeq(path: string, seq: number, json: boolean, io: Io): Pro
 function printState(state: SessionState, id: string, seq: number, io: Io): void {
   const { c } = io;
   const printer = new TranscriptPrinter(io);
-  const lines = [`${c.bold('session')} ${id} ${c.dim(`at seq ${seq}`)}`];
+  const lines = [`${c.bold('session')} ${printable(id)} ${c.dim(`at seq ${seq}`)}`];
   const h = state.header;
   if (h) {
-    lines.push(`${c.dim('model  ')} ${h.config.provider}/${h.config.model}${h.config.reasoningEffort ? ` (effort ${h.config.reasoningEffort})` : ''}`);
+    lines.push(`${c.dim('model  ')} ${printable(`${h.config.provider}/${h.config.model}${h.config.reasoningEffort ? ` (effort ${h.config.reasoningEffort})` : ''}`)}`);
     if (h.system) lines.push(`${c.dim('system ')} ${oneLine(h.system, 140)}`);
-    lines.push(`${c.dim('tools  ')} ${Array.isArray(h.tools) ? h.tools.map((t) => t.name).join(', ') || 'none' : String(h.tools)}`);
+    lines.push(`${c.dim('tools  ')} ${printable(Array.isArray(h.tools) ? h.tools.map((t) => t.name).join(', ') || 'none' : String(h.tools))}`);
   } else lines.push(`${c.dim('model  ')} (no request header yet)`);
   const open = state.openTurn;
-  lines.push(`${c.dim('turns  ')} ${state.turnCount}${open ? ` · turn ${open.turn} open${open.step ? `, step ${open.step}${open.stepOpen ? ' running' : ''}` : ''}` : state.lastTurnEnd ? ` · last ended ${state.lastTurnEnd.reason}` : ''}`);
+  lines.push(`${c.dim('turns  ')} ${state.turnCount}${open ? ` · turn ${open.turn} open${open.step ? `, step ${open.step}${open.stepOpen ? ' running' : ''}` : ''}` : state.lastTurnEnd ? ` · last ended ${printable(state.lastTurnEnd.reason)}` : ''}`);
   lines.push(`${c.dim('usage  ')} ${formatUsage(state.usage)}`);
-  if (state.pendingToolCalls.length) lines.push(`${c.dim('pending')} ${state.pendingToolCalls.map((p) => `${p.name} (${p.callId}${p.started ? ', started' : ''})`).join(', ')}`);
-  if (state.title) lines.push(`${c.dim('title  ')} ${state.title}`);
+  if (state.pendingToolCalls.length) lines.push(`${c.dim('pending')} ${printable(state.pendingToolCalls.map((p) => `${p.name} (${p.callId}${p.started ? ', started' : ''})`).join(', '))}`);
+  if (state.title) lines.push(`${c.dim('title  ')} ${oneLine(state.title, 200)}`);
   lines.push(`${c.dim('messages')} ${state.messages.length}`);
   printer.print(lines.join('\n'));
   state.messages.forEach((message, index) => printer.message(c.dim(String(index).padStart(5)), message));
@@ -136,12 +146,12 @@ async function verify(path: string, io: Io): Promise<number> {
     opened = await openSession(path, { events: true });
   } catch (error) {
     if (!HarnessError.is(error)) throw error;
-    problems.push(`${error.code}: ${error.message}`);
+    problems.push(`${error.code}: ${printable(error.message)}`);
     if (error.code === 'JOURNAL_CORRUPT' || error.code === 'UNKNOWN_EVENT_TYPE' || error.code === 'INVALID_EVENT_DATA') {
       try {
         opened = await openSession(path, { events: true, salvage: true });
         for (const line of opened.skipped) {
-          const text = `line ${line.lineNumber}: ${line.reason}`;
+          const text = `line ${line.lineNumber}: ${printable(line.reason)}`;
           if (!problems.some((p) => p.includes(`:${line.lineNumber}:`))) problems.push(text);
         }
       } catch (salvageError) {
@@ -173,7 +183,7 @@ async function verify(path: string, io: Io): Promise<number> {
     io.out.write(`${c.green('ok')} ${path}\n${c.dim(`${opened.eventCount} events, seq 1..${opened.lastSeq} contiguous · ${turns} turn${turns === 1 ? '' : 's'}, all closed · every tool call answered · messages match their chunks`)}\n`);
     return 0;
   }
-  io.out.write(`${c.red('damaged')} ${path}\n`);
+  io.out.write(`${c.red('damaged')} ${printable(path)}\n`);
   for (const problem of problems) io.out.write(`  ${c.red('✗')} ${problem}\n`);
   return 1;
 }

@@ -1,107 +1,169 @@
 /**
  * `harness run "<prompt>"`: one turn, streamed — reasoning dimmed, text, tool calls with the first
- * lines of their results, retries — then a footer with tokens and cost, the journal path and the
- * replay command. Exit code: 0 completed (or max-tokens), 1 error, 130 cancelled (Ctrl-C).
+ * lines of their results, retries — then a footer with tokens and cost (this turn and the whole
+ * session), the journal path and the replay command. Exit code: 0 completed (or max-tokens), 1 error,
+ * 130 cancelled (Ctrl-C), 128 + n for a signal (143 SIGTERM, 129 SIGHUP; see lifecycle.ts).
+ *
+ * Nothing is journaled before the prompt, the workspace and the call (provider, model, reasoning
+ * effort, the adapter's preflight: a missing key) have been checked.
  */
 import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
-import type { AgentSession, ApprovalRequest, Harness } from '../../index.ts';
+import { HarnessError, readJournalHeader, type AgentSession, type ApprovalRequest, type Harness } from '../../index.ts';
+import { askInTerminal, type Ask, type AskAnswer } from '../approval.ts';
 import type { Io } from '../env.ts';
-import { LiveRenderer, usageFooter } from '../render.ts';
-import { approvalQuestion, isYes, makeApprover, openHarness, resolveCall, sessionHints, titleOf, type Ask, type GlobalOptions, type TurnOptions } from '../setup.ts';
+import { printable } from '../format.ts';
+import { onStop, type StopRequest } from '../lifecycle.ts';
+import { LiveRenderer } from '../render.ts';
+import { checkWorkspace, makeApprover, openHarness, resolveCall, sessionHints, sessionPath, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
+import { UsageTally } from '../usage.ts';
 
 export async function runCommand(prompt: string, options: TurnOptions, globals: GlobalOptions, io: Io): Promise<number> {
+  if (prompt.trim() === '') throw new HarnessError('EMPTY_PROMPT', 'The prompt is empty; say what the agent should do, e.g. harness run "What is in this workspace?".');
+  const cwd = options.cwd ? checkWorkspace(resolve(options.cwd), '--cwd') : undefined;
   const harness = await openHarness(globals, io);
   try {
-    return await runTurn(harness, prompt, options, globals, io);
+    return await runTurn(harness, prompt, { ...options, ...(cwd ? { cwd } : {}) }, globals, io);
   } finally {
     await harness.dispose();
   }
 }
 
-async function runTurn(harness: Harness, prompt: string, options: TurnOptions, globals: GlobalOptions, io: Io): Promise<number> {
-  const cwd = options.cwd ? resolve(options.cwd) : undefined;
-  let session: AgentSession;
-  let call: { provider?: string; model?: string };
-  if (options.resume) {
-    const opened = await harness.openSession(options.resume, cwd ? { cwd } : {});
-    session = opened.session;
-    const repairs = opened.repairs;
-    if (repairs.tornTail) io.err.write(io.c.yellow(`repaired: a torn last line (${repairs.tornTail.byteCount} bytes) was moved to ${repairs.tornTail.sidecarPath}\n`));
-    if (repairs.syntheticEvents.length) io.err.write(io.c.yellow(`repaired: ${repairs.syntheticEvents.length} synthetic event(s) closed an interrupted turn\n`));
-    call = await resolveCall(harness, options, session);
-  } else {
-    call = await resolveCall(harness, options); // fails fast, before a journal exists
-    session = await harness.createSession(cwd ? { cwd } : {});
-    await session.session.append('session/title', { title: titleOf(prompt) });
+/** Opens the session to resume, checking first that its workspace still exists (unless --cwd gives another). */
+export async function resumeSession(harness: Harness, resume: string, cwd: string | undefined, io: Io): Promise<AgentSession> {
+  const path = sessionPath(resume, harness.dataDir);
+  if (cwd === undefined) {
+    const header = await readJournalHeader(path);
+    if (header.cwd !== undefined) checkWorkspace(header.cwd, 'session');
   }
-  const renderer = new LiveRenderer(io);
-  const ask: Ask | undefined = process.stdin.isTTY && io.interactive ? (request) => askOnce(request, io, renderer) : undefined;
-  const approve = makeApprover(harness, options.approve ?? 'read-only', ask);
-  const controller = new AbortController();
-  let interrupts = 0;
-  const onSigint = () => {
-    interrupts++;
-    if (interrupts === 1) {
-      renderer.line(io.c.yellow('^C cancelling the turn… (Ctrl-C again to quit at once)'));
-      controller.abort();
-    } else {
-      renderer.finish();
-      process.exit(130);
-    }
-  };
-  process.on('SIGINT', onSigint);
-  try {
-    for await (const event of session.run(prompt, {
-      signal: controller.signal,
-      approve,
-      ...call,
-      ...(options.reasoningEffort ? { reasoningEffort: options.reasoningEffort } : {}),
-    })) {
-      renderer.event(event);
-    }
-  } finally {
-    process.off('SIGINT', onSigint);
-    renderer.finish();
-  }
-  const end = renderer.lastTurnEnd;
-  const reason = end?.data.reason ?? 'error';
-  const failure = end?.data.failure;
-  const quiet = reason === 'error' && renderer.messageCount === 0;
-  if (reason === 'error') io.err.write(`${io.c.red(`error ${failure?.code ?? 'UNKNOWN'}:`)} ${failure?.message ?? 'the turn failed'}\n`);
-  else if (reason === 'aborted') io.err.write(io.c.yellow('cancelled: the turn was aborted\n'));
-  else if (reason === 'max-tokens') io.err.write(io.c.yellow('note: the reply hit the model\'s output limit (max-tokens); resume to continue\n'));
-  if (!quiet) {
-    io.out.write(`\n${io.c.dim(usageFooter(harness, session.id, renderer.usage, io))}\n`);
-    io.out.write(`${sessionHints(session, globals, io)}\n`);
-  } else if (globals.debug) {
-    io.err.write(io.c.dim(`journal ${session.path}\n`));
-  }
-  return reason === 'error' ? 1 : reason === 'aborted' ? 130 : 0;
+  const opened = await harness.openSession(path, cwd ? { cwd } : {});
+  const repairs = opened.repairs;
+  if (repairs.tornTail) io.err.write(io.c.yellow(`repaired: a torn last line (${repairs.tornTail.byteCount} bytes) was moved to ${repairs.tornTail.sidecarPath}\n`));
+  if (repairs.syntheticEvents.length) io.err.write(io.c.yellow(`repaired: ${repairs.syntheticEvents.length} synthetic event(s) closed an interrupted turn\n`));
+  return opened.session;
 }
 
-/** One y/n question on the terminal (run is not a REPL: a readline lives for the question only). */
-async function askOnce(request: ApprovalRequest, io: Io, renderer: LiveRenderer): Promise<boolean> {
+async function runTurn(harness: Harness, prompt: string, options: TurnOptions, globals: GlobalOptions, io: Io): Promise<number> {
+  const controller = new AbortController();
+  /** How the turn was cancelled, for the approval prompt and the closing line. */
+  let cancelledBy: string | undefined;
+  /** The stop request, once one came (set from the stop handler, so read through a function). */
+  let stopRequest: StopRequest | undefined;
+  const stopped = (): StopRequest | undefined => stopRequest;
+  const renderer = new LiveRenderer(io);
+  // From here on the command holds (or is about to hold) a journal: a stop request aborts the turn.
+  const disposeStop = onStop((request) => {
+    stopRequest = request;
+    cancelledBy ??= request.label;
+    if (request.cause !== 'EPIPE') renderer.line(io.c.yellow(`${request.label}: cancelling the turn…`));
+    controller.abort(new HarnessError('ABORTED', `The turn was stopped (${request.label}).`));
+  });
+  let session: AgentSession | undefined;
+  try {
+    let call: { provider?: string; model?: string };
+    if (options.resume) {
+      session = await resumeSession(harness, options.resume, options.cwd, io);
+      call = await resolveCall(harness, options, session);
+      if (stopped()) return stopped()!.exitCode;
+    } else {
+      call = await resolveCall(harness, options); // fails fast, before a journal exists
+      if (stopped()) return stopped()!.exitCode;
+      session = await harness.createSession(options.cwd ? { cwd: options.cwd } : {});
+      await session.session.append('session/title', { title: titleOf(prompt) });
+    }
+    const tally = options.resume ? await UsageTally.of(session) : new UsageTally();
+    const ask: Ask | undefined = process.stdin.isTTY && io.interactive ? (request) => askOnce(request, io, renderer, controller.signal, () => cancelledBy) : undefined;
+    const approve = makeApprover(harness, options.approve, ask);
+    let interrupts = 0;
+    const onSigint = () => {
+      interrupts++;
+      if (interrupts === 1) {
+        cancelledBy ??= 'Ctrl-C';
+        renderer.line(io.c.yellow('^C cancelling the turn… (Ctrl-C again to quit at once)'));
+        controller.abort(new HarnessError('ABORTED', 'The turn was cancelled (Ctrl-C).'));
+      } else {
+        renderer.finish();
+        process.exit(130);
+      }
+    };
+    process.on('SIGINT', onSigint);
+    try {
+      tally.startTurn();
+      for await (const event of session.run(prompt, {
+        signal: controller.signal,
+        approve,
+        ...call,
+        ...(options.reasoningEffort ? { reasoningEffort: options.reasoningEffort } : {}),
+      })) {
+        renderer.event(event);
+        tally.add(event);
+      }
+    } finally {
+      process.off('SIGINT', onSigint);
+      renderer.finish();
+    }
+    const stop = stopped();
+    const end = renderer.lastTurnEnd;
+    const reason = end?.data.reason ?? 'error';
+    const failure = end?.data.failure;
+    const quiet = reason === 'error' && renderer.messageCount === 0;
+    if (reason === 'error') io.err.write(`${io.c.red(`error ${printable(failure?.code ?? 'UNKNOWN')}:`)} ${printable(failure?.message ?? 'the turn failed')}\n`);
+    else if (reason === 'aborted' && stop?.cause !== 'EPIPE') io.err.write(io.c.yellow(`cancelled: the turn was aborted${stop ? ` (${stop.label})` : ''}\n`));
+    else if (reason === 'max-tokens') io.err.write(io.c.yellow('note: the reply hit the model\'s output limit (max-tokens); resume to continue\n'));
+    if (!quiet) {
+      io.out.write(`\n${io.c.dim(tally.footer(harness, io))}\n`);
+      io.out.write(`${sessionHints(session, harness.dataDir, globals, io)}\n`);
+    } else if (globals.debug) {
+      io.err.write(io.c.dim(`journal ${session.path}\n`));
+    }
+    if (stopped()) return stopped()!.exitCode;
+    return reason === 'error' ? 1 : reason === 'aborted' ? 130 : 0;
+  } finally {
+    // The journal is closed (flushed, its lock released) before the process may exit on a stop.
+    await session?.close().catch(() => undefined);
+    disposeStop();
+  }
+}
+
+/**
+ * One question on the terminal (run is not a REPL: a readline lives for the question only). Ctrl-C
+ * at the question answers no and cancels the turn, as Ctrl-C does anywhere in a run.
+ */
+async function askOnce(request: ApprovalRequest, io: Io, renderer: LiveRenderer, signal: AbortSignal, cancelledBy: () => string | undefined): Promise<AskAnswer> {
   await renderer.whenShown(request.callId);
   renderer.pause();
   renderer.breakLine();
-  return new Promise((done) => {
-    const rl = createInterface({ input: process.stdin, output: io.out, terminal: true });
-    let answered = false;
-    rl.on('SIGINT', () => {
-      answered = true;
-      rl.close();
-      io.out.write('\n');
-      done(false);
-      process.emit('SIGINT');
-    });
-    rl.question(approvalQuestion(request, io), (answer) => {
-      answered = true;
-      rl.close();
-      done(isYes(answer));
-    });
-    rl.on('close', () => {
-      if (!answered) done(false);
-    });
-  });
+  if (signal.aborted) return { allow: false, reason: `no answer (${cancelledBy() ?? 'the turn was cancelled'})` };
+  const rl = createInterface({ input: process.stdin, output: io.out, terminal: true });
+  try {
+    return await askInTerminal(request, io, (prompt) =>
+      new Promise((done) => {
+        let settled = false;
+        const settle = (reply: { text: string } | { none: string }) => {
+          if (settled) return;
+          settled = true;
+          rl.off('SIGINT', onInterrupt);
+          rl.off('close', onClose);
+          signal.removeEventListener('abort', onAbort);
+          done(reply);
+        };
+        const onInterrupt = () => {
+          io.out.write('^C\n');
+          settle({ none: 'Ctrl-C' });
+          process.emit('SIGINT');
+        };
+        const onClose = () => settle({ none: 'end of input' });
+        const onAbort = () => {
+          io.out.write('\n');
+          settle({ none: cancelledBy() ?? 'the turn was cancelled' });
+        };
+        rl.on('SIGINT', onInterrupt);
+        rl.on('close', onClose);
+        signal.addEventListener('abort', onAbort, { once: true });
+        rl.question(prompt, (text) => settle({ text }));
+      }),
+    );
+  } finally {
+    rl.close();
+  }
 }

@@ -1,16 +1,26 @@
 /**
  * `harness sessions`, `harness fork <session> --at <seq>`, `harness import dsh <file>`.
+ *
+ * A session is listed under the id other commands take: its journal file's name. A journal whose
+ * header names another session (a copy: `cp <id>.jsonl backup.jsonl`) is flagged with that id.
  */
-import { forkSession, listSessions, writeImportedSession } from '../../index.ts';
-import { selfCommand, shellQuote, type Io } from '../env.ts';
-import { compactCount, formatAgo, oneLine } from '../format.ts';
-import { openHarnessForReading, type GlobalOptions } from '../setup.ts';
+import { resolve } from 'node:path';
+import { forkSession, HarnessError, listSessions, writeImportedSession, type SessionSummary } from '../../index.ts';
+import { selfCommand, type Io } from '../env.ts';
+import { compactCount, formatAgo, oneLine, printable } from '../format.ts';
+import { openHarnessForReading, selfWithGlobals, sessionArgument, sessionPath, statOf, type GlobalOptions } from '../setup.ts';
+
+/** A summary as the CLI lists it: `id` is what other commands take; `headerId` when the header says otherwise. */
+function listed(summary: SessionSummary, dataDir: string): SessionSummary & { headerId?: string } {
+  const id = sessionArgument(summary.path, dataDir);
+  return id === summary.id ? summary : { ...summary, id, headerId: summary.id };
+}
 
 /** Lists the sessions of the data directory, most recently updated first. */
 export async function sessionsCommand(options: { json?: boolean }, globals: GlobalOptions, io: Io): Promise<number> {
   const harness = await openHarnessForReading(globals, io);
   try {
-    const sessions = await listSessions(harness.dataDir);
+    const sessions = (await listSessions(harness.dataDir)).map((summary) => listed(summary, harness.dataDir));
     if (options.json) {
       for (const session of sessions) io.out.write(`${JSON.stringify(session)}\n`);
       return 0;
@@ -22,10 +32,11 @@ export async function sessionsCommand(options: { json?: boolean }, globals: Glob
     const { c } = io;
     const rows = sessions.map((s) => {
       const title = s.error
-        ? c.red(`unreadable — ${s.error.code}`)
-        : (s.title ?? (s.importedFrom ? `(imported from ${s.importedFrom.format})` : s.parent ? `(fork of ${s.parent.sessionId.slice(0, 8)} at seq ${s.parent.seq})` : c.dim('—')));
+        ? c.red(`unreadable — ${printable(s.error.code)}`)
+        : oneLine(s.title ?? (s.importedFrom ? `(imported from ${s.importedFrom.format})` : s.parent ? `(fork of ${s.parent.sessionId.slice(0, 8)} at seq ${s.parent.seq})` : '—'), 48);
+      const copy = s.headerId !== undefined ? c.yellow(` [copy: its header says session ${oneLine(s.headerId, 60)}]`) : '';
       const tokens = `${compactCount((s.usage.inputTokens ?? 0) + (s.usage.cacheReadTokens ?? 0) + (s.usage.cacheWriteTokens ?? 0))}/${compactCount(s.usage.outputTokens ?? 0)}`;
-      return [s.id, oneLine(title, 48), String(s.turnCount), tokens, formatAgo(s.lastUpdateAtMs)];
+      return [printable(s.id), `${title === '—' ? c.dim(title) : title}${copy}`, String(s.turnCount), tokens, formatAgo(s.lastUpdateAtMs)];
     });
     const head = ['ID', 'TITLE', 'TURNS', 'TOKENS in/out', 'UPDATED'];
     const visible = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '').length;
@@ -44,7 +55,7 @@ export async function sessionsCommand(options: { json?: boolean }, globals: Glob
 export async function forkCommand(source: string, options: { at: number; closeTurn?: boolean; id?: string }, globals: GlobalOptions, io: Io): Promise<number> {
   const harness = await openHarnessForReading(globals, io);
   try {
-    const { journal, repairs } = await forkSession(source, {
+    const { journal, repairs } = await forkSession(sessionPath(source, harness.dataDir), {
       atSeq: options.at,
       dataDir: harness.dataDir,
       bus: harness.kernel.bus,
@@ -56,7 +67,7 @@ export async function forkCommand(source: string, options: { at: number; closeTu
     const { c } = io;
     io.out.write(`${c.green('forked')} ${parent.sessionId} at seq ${parent.seq} → ${c.bold(journal.id)}\n`);
     if (repairs.syntheticEvents.length) io.out.write(c.dim(`closed the open turn with ${repairs.syntheticEvents.length} synthetic event(s)\n`));
-    const self = `${selfCommand()}${globals.config ? ` --config ${shellQuote(globals.config)}` : ''}${globals.dataDir ? ` --data-dir ${shellQuote(globals.dataDir)}` : ''}`;
+    const self = selfWithGlobals(globals);
     io.out.write(`${c.dim('journal ')} ${journal.path}\n${c.dim('continue')} ${self} run --resume ${journal.id} "<prompt>"\n${c.dim('replay  ')} ${self} replay ${journal.id}\n`);
     return 0;
   } finally {
@@ -68,13 +79,17 @@ export async function forkCommand(source: string, options: { at: number; closeTu
 export async function importDshCommand(file: string, options: { id?: string }, globals: GlobalOptions, io: Io): Promise<number> {
   const harness = await openHarnessForReading(globals, io);
   try {
+    const info = statOf(resolve(file));
+    if (info === undefined) throw new HarnessError('FILE_NOT_FOUND', `No file at ${resolve(file)}; give the path of a DeepSeek Harness session.jsonl.`, { details: { path: resolve(file) } });
+    if (info.isDirectory()) {
+      throw new HarnessError('NOT_A_JOURNAL_FILE', `${resolve(file)} is a directory; give the path of a DeepSeek Harness session file (its session.jsonl).`, { details: { path: resolve(file) } });
+    }
     const written = await writeImportedSession(file, { dataDir: harness.dataDir, ...(options.id ? { id: options.id } : {}) });
     const { c } = io;
-    io.out.write(`${c.green('imported')} ${file} → ${c.bold(written.header.id)} (${written.eventCount} events)\n`);
-    for (const warning of written.imported.warnings) io.err.write(c.yellow(`warning: ${warning}\n`));
+    io.out.write(`${c.green('imported')} ${printable(file)} → ${c.bold(written.header.id)} (${written.eventCount} events)\n`);
+    for (const warning of written.imported.warnings) io.err.write(c.yellow(`warning: ${printable(warning)}\n`));
     for (const m of written.imported.assemblerMismatches) io.err.write(c.yellow(`warning: seq ${m.seq} (turn ${m.turn}, step ${m.step}): the recorded ${m.field} differs from what its chunks assemble to\n`));
-    const self = `${selfCommand()}${globals.config ? ` --config ${shellQuote(globals.config)}` : ''}${globals.dataDir ? ` --data-dir ${shellQuote(globals.dataDir)}` : ''}`;
-    io.out.write(`${c.dim('journal')} ${written.path}\n${c.dim('replay ')} ${self} replay ${written.header.id}\n`);
+    io.out.write(`${c.dim('journal')} ${written.path}\n${c.dim('replay ')} ${selfWithGlobals(globals)} replay ${sessionArgument(written.path, harness.dataDir)}\n`);
     return 0;
   } finally {
     await harness.dispose();

@@ -1,0 +1,205 @@
+/**
+ * Stream benchmark (issue #9, 1): the CPU cost per streamed chunk of Harness against the raw
+ * official SDK (the baseline), the Vercel AI SDK and pi-ai, on the same recorded provider streams.
+ *
+ * Streams: OpenAI Chat with two parallel tool calls and Anthropic with thinking (a signature delta)
+ * then text, each repeated to ~20k SSE events (`BENCH_STREAM_CHUNKS`) by repeatSseFrames, served
+ * over loopback by a server in its OWN process (bench/stream/server.ts), so its CPU is not counted.
+ * Two serving modes (see server.ts): `paced` — one SSE event per write, 100 µs apart, as a provider's
+ * token stream arrives: each read carries about one event (the headline) — and `burst` — the whole
+ * body in one write by the fixture server (a backlog of 150–200 events per read; the SDKs' SSE
+ * decoders, and the batching of everything after them, behave differently then).
+ *
+ * Contenders (bench/stream/contenders.ts): raw SDK, Harness (adapter → `llm/stream` with 3
+ * async-generator pass-through middlewares → BlockAssembler → FileJournal with checkpoints),
+ * Vercel AI SDK `streamText().fullStream`, pi-ai `stream()`. Each measurement batch is a fresh
+ * consumer process (`--expose-gc`): 1 warm-up stream, then `BENCH_STREAM_RUNS` (2) measured streams,
+ * each after a full GC, CPU = process user + system over the whole consumption. Batches are
+ * interleaved: `BENCH_STREAM_ROUNDS` (3) rounds, each running every contender on every stream, with
+ * a rotating order. Figure: median CPU µs per SSE event; ratio = the median of the per-round ratios
+ * (each round: the contender's median / raw's median in that round), range = their min–max.
+ *
+ * Also measured (informational): Harness's own overhead by layer with an in-memory SDK stream (no
+ * network, no SDK parsing; bench/stream/layers.ts), to show where the time goes.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { ensurePeers, harnessVersions, peerVersions } from './peers.ts';
+import { CONTENDERS, type Contender, type Sample, type Served } from './stream/contenders.ts';
+import type { LayerReport } from './stream/layers.ts';
+import { MODES, type Mode, type ServedStream, type StreamName } from './stream/server.ts';
+import { check, envInt, inChild, isMain, median, printResult, ratioSpread, round, stat, TSX_IMPORT, type BenchResult, type Row, type TargetCheck } from './support.ts';
+
+const ROUNDS = envInt('BENCH_STREAM_ROUNDS', 3);
+const RUNS = envInt('BENCH_STREAM_RUNS', 2);
+const WARMUPS = 1;
+const STREAM_NAMES: readonly StreamName[] = ['openai', 'anthropic'];
+const SELECTED_MODES: readonly Mode[] = (process.env.BENCH_STREAM_MODES?.split(',') as Mode[] | undefined) ?? MODES;
+const SELECTED: readonly Contender[] = (process.env.BENCH_STREAM_CONTENDERS?.split(',') as Contender[] | undefined) ?? CONTENDERS;
+const TARGET_RATIO = 1.25;
+
+const LABELS: Record<Contender, string> = {
+  raw: 'raw SDK (baseline)',
+  harness: 'Harness',
+  vercel: 'Vercel AI SDK streamText',
+  pi: 'pi-ai stream',
+};
+
+interface Server {
+  readonly modes: Record<Mode, Served>;
+  stop(): void;
+}
+
+/** Starts bench/stream/server.ts in its own process and reads the URLs it prints. */
+function startServer(): Promise<Server> {
+  const file = fileURLToPath(new URL('./stream/server.ts', import.meta.url));
+  const child: ChildProcess = spawn(process.execPath, ['--import', TSX_IMPORT, file], { stdio: ['pipe', 'pipe', 'inherit'], env: process.env });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const onData = (text: string) => {
+      out += text;
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (line === undefined) return;
+      child.stdout!.off('data', onData);
+      const { modes } = JSON.parse(line) as { modes: Record<Mode, Served> };
+      resolve({
+        modes,
+        stop() {
+          child.stdin!.end();
+          if (child.pid !== undefined) child.kill('SIGTERM');
+        },
+      });
+    };
+    child.stdout!.setEncoding('utf8').on('data', onData);
+    child.once('exit', (code) => reject(new Error(`bench stream server exited early (code ${code}): ${out}`)));
+    child.once('error', reject);
+  });
+}
+
+interface Cell {
+  samples: Sample[];
+  /** Per round: the median CPU µs per event of that round's batch. */
+  rounds: number[];
+  error?: string;
+}
+
+/** What a correct consumption sees: blocks per stream (2 per repetition of the recording). */
+function expectedBlocks(served: ServedStream): number {
+  return 2 * served.repeat;
+}
+
+function problemOf(contender: Contender, sample: Sample, served: ServedStream): string | undefined {
+  if (contender === 'raw') return sample.items > 0.9 * served.eventCount ? undefined : `saw ${sample.items} events of ${served.eventCount}`;
+  if (/^error/.test(sample.finish) || sample.finish === 'none') return `finished with ${sample.finish}`;
+  if (sample.blocks !== expectedBlocks(served)) return `assembled ${sample.blocks} blocks, expected ${expectedBlocks(served)}`;
+  return undefined;
+}
+
+export async function run(): Promise<BenchResult> {
+  const peersMissing = SELECTED.some((c) => c === 'vercel' || c === 'pi') ? ensurePeers() : undefined;
+  const contenders = SELECTED.filter((c) => peersMissing === undefined || (c !== 'vercel' && c !== 'pi'));
+  const server = await startServer();
+  const cells = new Map<string, Cell>();
+  const key = (mode: Mode, stream: StreamName, contender: Contender) => `${mode}/${stream}/${contender}`;
+  try {
+    for (const mode of SELECTED_MODES) {
+      const served = server.modes[mode];
+      for (let roundIndex = 0; roundIndex < ROUNDS; roundIndex++) {
+        for (const stream of STREAM_NAMES) {
+          for (let k = 0; k < contenders.length; k++) {
+            const contender = contenders[(k + roundIndex) % contenders.length]!;
+            const cell = cells.get(key(mode, stream, contender)) ?? { samples: [], rounds: [] };
+            cells.set(key(mode, stream, contender), cell);
+            if (cell.error !== undefined) continue;
+            try {
+              const { samples } = await inChild<{ samples: Sample[] }>(new URL('./stream/contenders.ts', import.meta.url).href, [contender, stream, String(WARMUPS), String(RUNS), JSON.stringify(served)], {
+                nodeArgs: ['--expose-gc'],
+                timeoutMs: 300_000,
+              });
+              for (const sample of samples) {
+                const problem = problemOf(contender, sample, served[stream]);
+                if (problem !== undefined) throw new Error(problem);
+              }
+              cell.samples.push(...samples);
+              cell.rounds.push(median(samples.map((s) => s.cpuUs / served[stream].eventCount)));
+            } catch (error) {
+              cell.error = error instanceof Error ? error.message.split('\n').slice(0, 3).join(' ') : String(error);
+            }
+            process.stderr.write('.');
+          }
+        }
+      }
+    }
+  } finally {
+    server.stop();
+  }
+  process.stderr.write('\n');
+  const layers = await inChild<LayerReport>(new URL('./stream/layers.ts', import.meta.url).href, [], { nodeArgs: ['--expose-gc'], timeoutMs: 300_000 }).catch((error: unknown) => error as Error);
+
+  const tables: { title?: string; rows: Row[] }[] = [];
+  const targets: TargetCheck[] = [];
+  for (const mode of SELECTED_MODES) {
+    const served = server.modes[mode];
+    const rows: Row[] = [];
+    for (const stream of STREAM_NAMES) {
+      const raw = cells.get(key(mode, stream, 'raw'));
+      const ratioOf = (contender: Contender): { median: number; figure: string } | undefined => {
+        const cell = cells.get(key(mode, stream, contender));
+        if (cell === undefined || cell.error !== undefined || raw === undefined || raw.error !== undefined) return undefined;
+        // Paired by round (the contenders of a round ran back to back): the median of the per-round ratios.
+        const perRound = cell.rounds.map((value, i) => value / raw.rounds[i]!);
+        const s = stat(perRound);
+        return { median: s.median, figure: ratioSpread(s) };
+      };
+      for (const contender of SELECTED) {
+        const cell = cells.get(key(mode, stream, contender));
+        const base = { stream: `${stream} (${served[stream].eventCount} events)`, contender: LABELS[contender] };
+        if (cell === undefined) {
+          rows.push({ ...base, 'CPU µs/event': `SKIPPED — ${peersMissing ?? 'not selected'}`, 'ratio to raw': '—', 'wall ms/stream': '—', 'items seen': '—' });
+          continue;
+        }
+        if (cell.error !== undefined) {
+          rows.push({ ...base, 'CPU µs/event': `FAILED — ${cell.error}`, 'ratio to raw': '—', 'wall ms/stream': '—', 'items seen': '—' });
+          continue;
+        }
+        const per = stat(cell.samples.map((s) => s.cpuUs / served[stream].eventCount));
+        rows.push({
+          ...base,
+          'CPU µs/event': `${round(per.median)} (${round(per.min)}–${round(per.max)})`,
+          'ratio to raw': contender === 'raw' ? '1.00x (baseline)' : (ratioOf(contender)?.figure ?? '—'),
+          'wall ms/stream': round(median(cell.samples.map((s) => s.wallMs))),
+          'items seen': cell.samples[0]!.items,
+        });
+      }
+      const harness = ratioOf('harness');
+      const label = `${mode} ${stream}`;
+      targets.push(check(`Harness / raw SDK, CPU per event (${label})`, harness?.figure ?? 'not measured', `≤ ${TARGET_RATIO.toFixed(2)}x`, harness === undefined ? undefined : harness.median <= TARGET_RATIO));
+      for (const peer of ['vercel', 'pi'] as const) {
+        const other = ratioOf(peer);
+        const figure = harness === undefined || other === undefined ? (peersMissing ?? 'not measured') : `Harness ${harness.median.toFixed(2)}x vs ${other.median.toFixed(2)}x`;
+        targets.push(check(`Harness ahead of ${LABELS[peer]} (${label})`, figure, 'Harness < peer', harness === undefined || other === undefined ? undefined : harness.median < other.median));
+      }
+    }
+    tables.push({ title: `${mode}: ${mode === 'paced' ? 'one SSE event per write, 100 µs apart (a provider trickle: ~1 event per read) — the headline' : 'the whole body in one write (fixture server): a backlog of events per read — secondary'}`, rows });
+  }
+  if (layers instanceof Error) tables.push({ title: 'Harness overhead by layer', rows: [{ layer: `FAILED — ${layers.message.split('\n')[0]}` }] });
+  else tables.push({ title: `Harness overhead by layer (in-memory SDK events, no network; ${layers.note})`, rows: layers.rows });
+
+  const versions = { ...Object.fromEntries(Object.entries(harnessVersions()).filter(([name]) => name === 'openai' || name === '@anthropic-ai/sdk').map(([n, v]) => [`harness ${n}`, v])), ...peerVersions() };
+  return {
+    name: 'stream',
+    summary: 'CPU per streamed chunk: Harness and the peers against the raw official SDK, same recorded streams over loopback (issue #9)',
+    tables,
+    targets,
+    notes: [
+      `CPU = consumer process user + system over the whole consumption (request to last chunk; Harness includes its journal checkpoints); the server runs in another process; median of ${ROUNDS} interleaved rounds × ${RUNS} measured streams (after ${WARMUPS} warm-up) per contender, each batch a fresh process; ratio = median of the per-round ratios (contender's round median / raw's round median), range = their min–max`,
+      'per event = per SSE event with data in the served body (the same denominator for every contender); "items seen" = what each contender iterated (Harness: its StreamChunks, Vercel: fullStream parts, pi: events)',
+      'Harness middlewares: 3 × `async function* (request, next) { for await (const chunk of next()) yield chunk; }` — the form DESIGN shows a plugin author; `(request, next) => next()` would cost nothing per chunk',
+      `Harness journal: a real FileJournal per stream in a temp dir, every chunk appended as assistant/chunk, checkpoint (write + fsync) before the call and at turn end, as runtime/agent/session.ts does`,
+      `versions: ${Object.entries(versions).map(([name, version]) => `${name} ${version}`).join(', ')} (pi-ai uses its own openai / @anthropic-ai/sdk copies; Vercel speaks HTTP itself)`,
+      ...(peersMissing ? [`peers SKIPPED: ${peersMissing}`] : []),
+    ],
+  };
+}
+
+if (isMain(import.meta.url)) printResult(await run());

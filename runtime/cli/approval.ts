@@ -1,0 +1,109 @@
+/**
+ * Asking a person about one tool call in a terminal (the `ask` of the asking approval policies).
+ *
+ * Before the y/n question the person sees everything the call would do: the full command of
+ * `exec_command`, or the full arguments as pretty-printed JSON — unless the one-line preview above
+ * (`→ name {…}`) already showed all of it. Arguments longer than {@link FULL_VIEW_LIMIT} characters
+ * are shown as head and tail with a marker saying how much is not shown, and the question offers
+ * `v` to print everything before answering (`v` works at any question).
+ *
+ * Only `y`/`yes` allows. Every other answer denies, and the journal says what happened: "the user
+ * said no" for `n`/`no` only; "no answer (Enter; the default is no)", "unrecognised answer "maybe"
+ * taken as no", "no answer (Ctrl-C)", "no answer (end of input)", … otherwise.
+ */
+import type { ApprovalRequest } from '../index.ts';
+import type { Io } from './env.ts';
+import { formatCount, oneLine, printable } from './format.ts';
+
+/** A person's answer: allow, or deny and why. */
+export interface AskAnswer {
+  readonly allow: boolean;
+  /** Why the call was denied (journaled as the decision's reason). */
+  readonly reason?: string;
+}
+
+/** Asks a person about one tool call. */
+export type Ask = (request: ApprovalRequest) => Promise<AskAnswer>;
+
+/** One reply at the prompt: what was typed, or why nothing was (`Ctrl-C`, `end of input`, …). */
+export type Reply = { readonly text: string } | { readonly none: string };
+
+/** Arguments longer than this (in characters) are shown as head and tail, with `v` to see all. */
+export const FULL_VIEW_LIMIT = 4000;
+const HEAD_CHARS = 1500;
+const TAIL_CHARS = 1500;
+/** The one-line preview of a tool call (`→ name {…}`) shows this many characters of its arguments. */
+export const PREVIEW_CHARS = 100;
+
+/** The full text of a call's arguments: exec_command's command as is, else pretty-printed JSON. */
+export function argumentsText(request: Pick<ApprovalRequest, 'name' | 'arguments' | 'input'>): { label: string; text: string; compact: string } {
+  let parsed: unknown;
+  let compact = request.arguments;
+  try {
+    parsed = JSON.parse(request.arguments);
+    compact = JSON.stringify(parsed);
+  } catch {
+    parsed = undefined;
+  }
+  const input = (request.input ?? parsed) as Record<string, unknown> | undefined;
+  if (request.name === 'exec_command' && input && typeof input.command === 'string') {
+    const extra = Object.keys(input).filter((key) => key !== 'command');
+    const text = extra.length ? `${input.command}\n(${extra.map((key) => `${key}: ${JSON.stringify(input[key])}`).join(', ')})` : input.command;
+    return { label: `${request.name} will run`, text, compact };
+  }
+  return { label: `${request.name} arguments`, text: parsed === undefined ? request.arguments : JSON.stringify(parsed, null, 2), compact };
+}
+
+/**
+ * What to print before the question: nothing when the preview line showed all the arguments, else
+ * the arguments (head and tail when long, everything with `full`). `cut` is how many characters were
+ * left out.
+ */
+export function argumentsBlock(request: Pick<ApprovalRequest, 'name' | 'arguments' | 'input'>, io: Io, full = false): { text: string; cut: number } {
+  const { c } = io;
+  const { label, text, compact } = argumentsText(request);
+  if (!full && oneLine(compact, Number.MAX_SAFE_INTEGER) === compact && compact.length <= PREVIEW_CHARS) return { text: '', cut: 0 };
+  const bar = c.dim('  │ ');
+  // Bidirectional overrides could make the shown text read differently from what runs: shown as \u202e etc.
+  const body = (part: string) =>
+    printable(part)
+      .replace(/[\u202a-\u202e\u2066-\u2069]/g, (char) => `\\u${char.charCodeAt(0).toString(16)}`)
+      .split('\n')
+      .map((line) => `${bar}${line}`)
+      .join('\n');
+  const size = `${formatCount(text.length)} characters`;
+  if (full || text.length <= FULL_VIEW_LIMIT) return { text: `${c.dim(`  ${label} (${size}):`)}\n${body(text)}\n`, cut: 0 };
+  const cut = text.length - HEAD_CHARS - TAIL_CHARS;
+  const marker = c.yellow(`  … ${formatCount(cut)} characters not shown — answer v to see everything …`);
+  return { text: `${c.dim(`  ${label} (${size}; the start and the end):`)}\n${body(text.slice(0, HEAD_CHARS))}\n${marker}\n${body(text.slice(-TAIL_CHARS))}\n`, cut };
+}
+
+/** The y/n question for a tool call (`v` offered when part of the arguments is not shown). */
+export function approvalQuestion(request: Pick<ApprovalRequest, 'name' | 'permission'>, io: Io, offerView = false): string {
+  const choices = offerView ? '[y/N, v = view all]' : '[y/N]';
+  return `${io.c.yellow('?')} allow ${io.c.bold(request.name)} ${io.c.dim(`(${request.permission})`)}? ${choices} `;
+}
+
+/**
+ * Shows the call and asks until there is an answer; `question` prints its prompt and resolves to
+ * what was typed (or why nothing was).
+ */
+export async function askInTerminal(request: ApprovalRequest, io: Io, question: (prompt: string) => Promise<Reply>): Promise<AskAnswer> {
+  const block = argumentsBlock(request, io);
+  if (block.text) io.out.write(block.text);
+  let offerView = block.cut > 0;
+  for (;;) {
+    const reply = await question(approvalQuestion(request, io, offerView));
+    if ('none' in reply) return { allow: false, reason: `no answer (${reply.none})` };
+    const answer = reply.text.trim().toLowerCase();
+    if (answer === 'y' || answer === 'yes') return { allow: true };
+    if (answer === 'n' || answer === 'no') return { allow: false, reason: 'the user said no' };
+    if (answer === 'v' || answer === 'view') {
+      io.out.write(argumentsBlock(request, io, true).text);
+      offerView = false;
+      continue;
+    }
+    if (answer === '') return { allow: false, reason: 'no answer (Enter; the default is no)' };
+    return { allow: false, reason: `unrecognised answer ${JSON.stringify(oneLine(reply.text, 40))} taken as no` };
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The token footer of `run`, `chat` and `dev`: what this turn used and what the whole session has
+ * used, with cost when the config loads `token-meter` (its price table: `ctx.tokenMeter.cost`).
+ *
+ * Both come from the journal, the one source of truth: the session's past is read from it once when
+ * a session is resumed, and each turn adds the usage of its `assistant/message` and
+ * `compaction/summary` events as they are journaled. So the footer means the same whether the
+ * session is new, resumed, or one turn of many in a chat, and whether `token-meter` is loaded or not.
+ */
+import { readJournal, type AnySessionEvent, type Harness, type TokenUsage } from '../index.ts';
+import type { Io } from './env.ts';
+import { addUsage, formatCost, formatUsage } from './format.ts';
+
+interface RequestUsage {
+  readonly provider: string;
+  readonly model: string;
+  readonly usage: TokenUsage;
+}
+
+/** Usage of the requests of a turn, or of a session. */
+class Requests {
+  readonly list: RequestUsage[] = [];
+  readonly totals: Record<string, number> = {};
+
+  add(request: RequestUsage): void {
+    this.list.push(request);
+    addUsage(this.totals, request.usage);
+  }
+}
+
+/** The request an event reports usage for, if it does. */
+function requestOf(event: AnySessionEvent): RequestUsage | undefined {
+  if (event.type === 'assistant/message') {
+    const { message, usage } = event.data;
+    if (usage === undefined) return undefined;
+    const source = message.source as { provider?: string; model?: string };
+    return { provider: source.provider ?? '?', model: source.model ?? '?', usage };
+  }
+  if (event.type === 'compaction/summary') {
+    const { provider, model, usage } = event.data;
+    return usage === undefined ? undefined : { provider, model, usage };
+  }
+  return undefined;
+}
+
+export class UsageTally {
+  private readonly session = new Requests();
+  private turn = new Requests();
+  private turnCount = 0;
+
+  /** A tally for a resumed session: its past usage, read from its journal once (a new one starts with `new UsageTally()`). */
+  static async of(session: { path: string }): Promise<UsageTally> {
+    const tally = new UsageTally();
+    for await (const event of readJournal(session.path)) {
+      if (event.type === 'turn/start') tally.turnCount++;
+      const request = requestOf(event);
+      if (request) tally.session.add(request);
+    }
+    return tally;
+  }
+
+  /** Starts counting a new turn. */
+  startTurn(): void {
+    this.turn = new Requests();
+  }
+
+  /** Counts an event of the running turn. */
+  add(event: AnySessionEvent): void {
+    if (event.type === 'turn/start') this.turnCount++;
+    const request = requestOf(event);
+    if (request === undefined) return;
+    this.turn.add(request);
+    this.session.add(request);
+  }
+
+  /**
+   * Two lines: `tokens  this turn: …` and `        session:   … (N turns)`, each with its cost when
+   * `token-meter` is loaded (`cost n/a` for models without a price).
+   */
+  footer(harness: Harness, io: Io): string {
+    const meter = harness.ctx.tokenMeter;
+    const describe = (requests: Requests): string => {
+      const usage = formatUsage(requests.totals as TokenUsage);
+      if (meter === undefined || requests.list.length === 0) return usage;
+      let usd = 0;
+      const unpriced: RequestUsage[] = [];
+      for (const request of requests.list) {
+        const cost = meter.cost(request.provider, request.model, request.usage);
+        if (cost === undefined) unpriced.push(request);
+        else usd += cost;
+      }
+      if (unpriced.length === 0) return `${usage} · cost ${formatCost(usd)}`;
+      if (unpriced.length < requests.list.length) return `${usage} · cost ${formatCost(usd)} (${unpriced.length} of ${requests.list.length} requests unpriced)`;
+      const last = unpriced.at(-1)!;
+      return `${usage}${io.c.dim(` · cost n/a (no price for ${last.provider}/${last.model})`)}`;
+    };
+    const turns = `${this.turnCount} turn${this.turnCount === 1 ? '' : 's'}`;
+    return `tokens  this turn: ${describe(this.turn)}\n        session:   ${describe(this.session)} (${turns})`;
+  }
+}
