@@ -54,8 +54,8 @@ export function classifyAnthropicError(input: { status?: number; type?: string; 
 }
 
 /** Maps what the Anthropic SDK (or the network under it) throws to an `LlmError`. */
-export function mapSdkError(error: unknown, provider: string): LlmError {
-  return mapSdkFailure(error, provider, Anthropic, mapApiError);
+export function mapSdkError(error: unknown, provider: string, baseURL?: string): LlmError {
+  return mapSdkFailure(error, provider, Anthropic, mapApiError, baseURL);
 }
 
 function mapApiError(error: InstanceType<typeof Anthropic.APIError>, provider: string): LlmError {
@@ -79,5 +79,5 @@ export function createAnthropicClient(route: AnthropicRoute, apiKey: string): An
 
 /** Drives one Anthropic SDK stream through a parser (see the kit's `StreamPump`). */
 export function pumpStream<Event>(route: AnthropicRoute, signal: AbortSignal | undefined, open: (signal: AbortSignal) => Promise<unknown>, parser: StreamParser<Event>): StreamPump<Event> {
-  return new StreamPump<Event>({ provider: route.provider, signal, idleMs: route.idleTimeoutMs, open, parser, mapError: mapSdkError });
+  return new StreamPump<Event>({ provider: route.provider, signal, idleMs: route.idleTimeoutMs, open, parser, mapError: (error, provider) => mapSdkError(error, provider, route.baseURL) });
 }

@@ -12,8 +12,8 @@ import { LlmError, mapSdkFailure, retryAfterMsOf, StreamPump, type LlmErrorCode,
 import type { OpenAIRoute } from './config.ts';
 
 /** Maps what the OpenAI SDK (or the network under it) throws to an `LlmError`. */
-export function mapSdkError(error: unknown, provider: string): LlmError {
-  return mapSdkFailure(error, provider, OpenAI, mapApiError);
+export function mapSdkError(error: unknown, provider: string, baseURL?: string): LlmError {
+  return mapSdkFailure(error, provider, OpenAI, mapApiError, baseURL);
 }
 
 function mapApiError(error: InstanceType<typeof OpenAI.APIError>, provider: string): LlmError {
@@ -82,5 +82,5 @@ export function createOpenAIClient(route: OpenAIRoute, apiKey: string): OpenAI {
 
 /** Drives one OpenAI SDK stream through a parser (see the kit's `StreamPump`). */
 export function pumpStream<Event>(route: OpenAIRoute, signal: AbortSignal | undefined, open: (signal: AbortSignal) => Promise<unknown>, parser: StreamParser<Event>): StreamPump<Event> {
-  return new StreamPump<Event>({ provider: route.provider, signal, idleMs: route.idleTimeoutMs, open, parser, mapError: mapSdkError });
+  return new StreamPump<Event>({ provider: route.provider, signal, idleMs: route.idleTimeoutMs, open, parser, mapError: (error, provider) => mapSdkError(error, provider, route.baseURL) });
 }

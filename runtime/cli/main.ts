@@ -21,9 +21,10 @@ import { installProcessHandlers, stopRequested } from './lifecycle.ts';
 import type { GlobalOptions } from './setup.ts';
 import { errorLocation, hintFor, openedDataDir, POLICIES, withConfigPath } from './setup.ts';
 
+/** A seq: decimal digits only (`Number` would take "", "0x10", "1e2"), at most 2^53 - 1. */
 const positiveInt = (value: string): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number ≥ 0.');
+  const n = /^\d+$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  if (!Number.isSafeInteger(n)) throw new InvalidArgumentError('expected a whole number ≥ 0 in decimal digits (e.g. 12).');
   return n;
 };
 

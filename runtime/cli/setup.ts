@@ -100,7 +100,17 @@ export function checkDataDir(harness: Harness, globals: GlobalOptions): void {
     );
   const sessions = join(dataDir, 'sessions');
   for (let path = sessions; ; path = dirname(path)) {
-    const info = statOf(path);
+    let info: ReturnType<typeof statOf>;
+    try {
+      info = statOf(path);
+    } catch (error) {
+      // EACCES and the like: the directory cannot be reached by this user.
+      const code = (error as NodeJS.ErrnoException).code ?? 'UNKNOWN';
+      throw new HarnessError('DATA_DIR_INVALID', `The data directory ${dataDir} (from ${dataDirSource(harness, globals)}) cannot be used: ${path}: ${code}.`, {
+        cause: error,
+        details: { dataDir, file: path, errno: code },
+      });
+    }
     if (info !== undefined) {
       if (!info.isDirectory()) throw fail(path);
       return;
@@ -195,7 +205,22 @@ export async function resolveCall(harness: Harness, options: TurnOptions, sessio
   }
   const effective = { provider: provider ?? last?.provider ?? defaults.provider, model: model ?? (provider === undefined ? last?.model : undefined) ?? defaults.model };
   const reasoningEffort = options.reasoningEffort ?? defaults.reasoningEffort;
-  await harness.llm.prepareCall({ ...effective, ...(reasoningEffort ? { reasoningEffort } : {}) });
+  try {
+    await harness.llm.prepareCall({ ...effective, ...(reasoningEffort ? { reasoningEffort } : {}) });
+  } catch (error) {
+    // Say where a value the user did not type came from, so the right place gets fixed.
+    const from = (field: 'provider' | 'model' | 'reasoningEffort'): string | undefined => {
+      const given = field === 'provider' ? options.provider : field === 'model' ? options.model : options.reasoningEffort;
+      if (given !== undefined) return undefined;
+      if (field !== 'reasoningEffort' && last?.[field] === effective[field]) return `${field} "${effective[field]}" is the session's last call's`;
+      const where = harness.configPath ?? 'the built-in defaults';
+      return harness.config.defaults === undefined ? `${field} comes from the built-in default` : `${field} comes from defaults.${field} in ${where}`;
+    };
+    const field = !HarnessError.is(error) ? undefined : error.code === 'UNKNOWN_MODEL' ? 'model' : error.code === 'NO_ADAPTER' ? 'provider' : error.code === 'UNSUPPORTED_REASONING_EFFORT' ? 'reasoningEffort' : undefined;
+    const origin = field === undefined ? undefined : from(field);
+    if (origin === undefined || !HarnessError.is(error)) throw error;
+    throw new HarnessError(error.code, `${error.message} (The ${origin}.)`, { cause: error, details: { ...error.failure } });
+  }
   if (provider === undefined && model === undefined) return {};
   return { provider: effective.provider, model: effective.model };
 }
@@ -261,6 +286,8 @@ export function hintFor(error: HarnessError, context: { globals: GlobalOptions; 
       return `the config is ${config.path} (${config.from}); --config <path> or $HARNESS_CONFIG picks another.`;
     case 'DATA_DIR_INVALID':
       return 'point --data-dir, $HARNESS_HOME or the config\'s dataDir at a directory (it is created when missing).';
+    case 'JOURNAL_NOT_FOUND':
+      return `\`${self} sessions\` lists the sessions${context.dataDir ? ` in ${context.dataDir}` : ''}; a journal can also be named by its path.`;
     case 'JOURNAL_HEADER':
     case 'NOT_A_JOURNAL_FILE':
       return `a session is named by its id (\`${self} sessions\` lists them) or by the path of its .jsonl journal.`;

@@ -153,16 +153,18 @@ export interface SdkErrorClasses<ApiError extends Error> {
  * Maps an SDK or network failure to an `LlmError` (see the module docstring); the SDK's API errors
  * go to `mapApiError`, which knows its provider's status and error codes. An `LlmError` is returned
  * as it is. No abort/timeout context here: {@link CallControl.toLlmError} checks that first.
+ * `baseURL`, when given, is named in connection failures (which endpoint could not be reached).
  */
-export function mapSdkFailure<ApiError extends Error>(error: unknown, provider: string, sdk: SdkErrorClasses<ApiError>, mapApiError: (error: ApiError, provider: string) => LlmError): LlmError {
+export function mapSdkFailure<ApiError extends Error>(error: unknown, provider: string, sdk: SdkErrorClasses<ApiError>, mapApiError: (error: ApiError, provider: string) => LlmError, baseURL?: string): LlmError {
+  const at = baseURL === undefined ? '' : ` at ${baseURL}`;
   if (HarnessError.is(error)) return error as LlmError;
   if (error instanceof sdk.APIUserAbortError) return abortedError(undefined);
   // The connection errors are subclasses of APIError in both SDKs: test them first.
   if (error instanceof sdk.APIConnectionTimeoutError) {
-    return new LlmError('TIMEOUT', `Provider "${provider}" did not answer in time.`, { cause: error, details: { provider } });
+    return new LlmError('TIMEOUT', `Provider "${provider}"${at} did not answer in time.`, { cause: error, details: { provider, ...(baseURL ? { baseURL } : {}) } });
   }
   if (error instanceof sdk.APIConnectionError) {
-    return new LlmError('TRANSPORT', `Could not reach provider "${provider}": ${causeMessage(error)}`, { cause: error, details: { provider } });
+    return new LlmError('TRANSPORT', `Could not reach provider "${provider}"${at}: ${causeMessage(error)}`, { cause: error, details: { provider, ...(baseURL ? { baseURL } : {}) } });
   }
   if (error instanceof sdk.APIError) return mapApiError(error, provider);
   if (isNetworkFailure(error)) {

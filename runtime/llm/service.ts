@@ -273,7 +273,7 @@ export class LlmService {
     } catch {
       // listing is only for the message
     }
-    return new LlmError('UNKNOWN_MODEL', `Provider "${provider}" has no model "${modelId}".${known.length ? ` Known models: ${known.join(', ')}.` : ''} Add it to the provider's model catalog in harness.config.ts.`, {
+    return new LlmError('UNKNOWN_MODEL', `Provider "${provider}" has no model "${modelId}".${known.length ? ` Known models: ${known.join(', ')}.` : ''} Use one of those, or add it to the models of the provider's route (its adapter plugin's entry in harness.config.ts).`, {
       details: { provider, model: modelId },
     });
   }

@@ -21,6 +21,6 @@ export {
   type SkippedLine,
 } from './reader.ts';
 export { createJournal, openJournal, serializeEvent, type CreateJournalOptions, type OpenJournalOptions, type OpenedJournal, type JournalIoOptions } from './journal.ts';
-export { planRepair, needsRepair, unansweredToolCalls, type PlannedEvent } from './repair.ts';
+export { planRepair, needsRepair, unansweredToolCalls, type PlannedEvent, type RepairCause } from './repair.ts';
 export { forkSession, listSessions, recordedCalls, type ForkOptions, type SessionSummary, type RecordedCall } from './replay.ts';
 export { importDshSession, writeImportedSession, type DshImport, type AssemblerMismatch, type WriteImportedOptions } from './import-dsh.ts';

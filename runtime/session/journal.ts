@@ -27,13 +27,14 @@ import {
   mkdirSync,
   openSync,
   readSync,
+  statSync,
   writeSync,
   ftruncateSync,
   unlinkSync,
   write as fsWrite,
   fsync as fsFsync,
 } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import type { HookBus } from '../kernel/bus.ts';
 import { HarnessError } from '../kernel/errors.ts';
 import { deepFreeze } from '../kernel/freeze.ts';
@@ -382,6 +383,40 @@ export function serializeEvent(event: AnySessionEvent): string {
   return '{"seq":' + event.seq + fragment + atMs + ',"data":' + JSON.stringify(event.data) + (event.ignorable === true ? ',"ignorable":true}\n' : '}\n');
 }
 
+/**
+ * `mkdir -p`, one level at a time from the nearest existing ancestor. Not `mkdirSync({ recursive })`:
+ * on some paths (under /proc) Node's recursive mkdir retries forever instead of failing.
+ * @throws HarnessError `DATA_DIR_INVALID` naming the directory and the system's reason.
+ */
+function ensureDirectory(dir: string): void {
+  const missing: string[] = [];
+  try {
+    for (let path = resolve(dir); ; path = dirname(path)) {
+      const info = statSync(path, { throwIfNoEntry: false });
+      if (info !== undefined) {
+        if (!info.isDirectory()) throw Object.assign(new Error(`${path} is a file, not a directory`), { code: 'ENOTDIR' });
+        break;
+      }
+      missing.push(path);
+      if (dirname(path) === path) break;
+    }
+    for (let i = missing.length - 1; i >= 0; i--) {
+      try {
+        mkdirSync(missing[i]!);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error; // another process made it meanwhile
+      }
+    }
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'UNKNOWN';
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new HarnessError('DATA_DIR_INVALID', `Cannot create the journal directory ${dir} (${reason}); point the data directory at a writable folder.`, {
+      cause: error,
+      details: { dir, errno: code },
+    });
+  }
+}
+
 function writeAll(fd: number, buffer: Buffer): Promise<void> {
   return new Promise((resolve, reject) => {
     let offset = 0;
@@ -430,10 +465,10 @@ export interface JournalPrefix {
  * Creates a journal file with `header` (and an optional prefix of events), fsyncs it, and opens it
  * for writing with the lock held.
  * @internal Use `createJournal` / `forkSession`.
- * @throws HarnessError `JOURNAL_EXISTS`, `JOURNAL_LOCKED`.
+ * @throws HarnessError `JOURNAL_EXISTS`, `JOURNAL_LOCKED`, `DATA_DIR_INVALID` (the directory cannot be made).
  */
 export async function createJournalFile(path: string, header: SessionHeader, io: JournalIoOptions = {}, prefix?: JournalPrefix): Promise<FileJournal> {
-  mkdirSync(dirname(path), { recursive: true });
+  ensureDirectory(dirname(path));
   const lockPath = lockPathOf(path);
   const lock = acquireLock(lockPath, path);
   let fd: number | undefined;

@@ -31,24 +31,40 @@ export interface PlannedEvent<T extends SessionEventType = SessionEventType> {
   readonly data: SessionEventMap[T];
 }
 
-const interrupted = (what: string): LlmFailure => ({ code: 'INTERRUPTED', message: `The session ended (crash or kill) while ${what}; closed when the journal was reopened.` });
+/**
+ * Why what was open is being closed: a journal reopened after a crash (the default), or a fork cut
+ * at a seq inside a turn (`{ kind: 'fork', atSeq }`).
+ */
+export type RepairCause = { readonly kind: 'reopen' } | { readonly kind: 'fork'; readonly atSeq: number };
+
+const REOPEN: RepairCause = { kind: 'reopen' };
+
+function interrupted(what: string, cause: RepairCause): LlmFailure {
+  return {
+    code: 'INTERRUPTED',
+    message:
+      cause.kind === 'fork'
+        ? `The fork at seq ${cause.atSeq} cut the session while ${what}; the fork closed it.`
+        : `The session ended (crash or kill) while ${what}; closed when the journal was reopened.`,
+  };
+}
 
 /** True when the state has something a crash left open. */
 export function needsRepair(state: SessionState, liveCall?: LiveCall): boolean {
-  return plan(state, liveCall).length > 0;
+  return plan(state, liveCall, REOPEN).length > 0;
 }
 
 /** The synthetic events that close what `state` left open (see the module comment). */
-export function planRepair(state: SessionState, liveCall?: LiveCall): PlannedEvent[] {
-  return plan(state, liveCall);
+export function planRepair(state: SessionState, liveCall?: LiveCall, cause: RepairCause = REOPEN): PlannedEvent[] {
+  return plan(state, liveCall, cause);
 }
 
-function plan(state: SessionState, liveCall: LiveCall | undefined): PlannedEvent[] {
+function plan(state: SessionState, liveCall: LiveCall | undefined, cause: RepairCause): PlannedEvent[] {
   const out: PlannedEvent[] = [];
   const push = <T extends SessionEventType>(type: T, data: SessionEventMap[T]): void => void out.push({ type, data } as PlannedEvent);
   const open = state.openTurn;
 
-  if (state.compacting) push('compaction/end', { outcome: 'failed', failure: interrupted('a compaction was running') });
+  if (state.compacting) push('compaction/end', { outcome: 'failed', failure: interrupted('a compaction was running', cause) });
 
   if (open !== undefined && open.stepOpen && liveCall !== undefined && liveCall.chunkCount > 0 && liveCall.turn === open.turn && liveCall.step === open.step) {
     const finish = liveCall.finish;
@@ -61,7 +77,7 @@ function plan(state: SessionState, liveCall: LiveCall | undefined): PlannedEvent
           turn: liveCall.turn,
           step: liveCall.step,
           message,
-          finish: { kind: 'aborted', failure: interrupted('this reply was streaming') },
+          finish: { kind: 'aborted', failure: interrupted('this reply was streaming', cause) },
           interrupted: true,
         });
       }
@@ -76,24 +92,25 @@ function plan(state: SessionState, liveCall: LiveCall | undefined): PlannedEvent
     const journaled = pending.get(call.id);
     if (journaled === undefined) {
       push('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments });
-      push('tool/result', toolResult({ callId: call.id, turn, step, started: false }));
+      push('tool/result', toolResult({ callId: call.id, turn, step, started: false }, cause));
     } else {
       pending.delete(call.id);
-      push('tool/result', toolResult(journaled));
+      push('tool/result', toolResult(journaled, cause));
     }
   }
-  for (const call of pending.values()) push('tool/result', toolResult(call));
+  for (const call of pending.values()) push('tool/result', toolResult(call, cause));
 
   if (open?.stepOpen && open.step !== undefined) push('step/end', { turn: open.turn, step: open.step });
-  if (open !== undefined) push('turn/end', { turn: open.turn, reason: 'interrupted', failure: interrupted(`turn ${open.turn} was running`) });
+  if (open !== undefined) push('turn/end', { turn: open.turn, reason: 'interrupted', failure: interrupted(`turn ${open.turn} was running`, cause) });
   return out;
 }
 
-function toolResult(call: { callId: string; turn: number; step: number; started: boolean }): SessionEventMap['tool/result'] {
+function toolResult(call: { callId: string; turn: number; step: number; started: boolean }, cause: RepairCause): SessionEventMap['tool/result'] {
   const code = call.started ? 'TOOL_OUTCOME_UNKNOWN' : 'TOOL_NOT_STARTED';
+  const ended = cause.kind === 'fork' ? `The fork at seq ${cause.atSeq} cut the session` : 'The session ended';
   const text = call.started
-    ? 'The session ended while this tool call was running: its outcome is unknown. It may have had effects; check before running it again.'
-    : 'The session ended before this tool call started: it did not run.';
+    ? `${ended} while this tool call was running: its outcome is unknown. It may have had effects; check before running it again.`
+    : `${ended} before this tool call started: it did not run.`;
   const message = createToolResultMessage({ id: randomUUID(), callId: call.callId, content: text, isError: true });
   return { turn: call.turn, step: call.step, callId: call.callId, message, code };
 }

@@ -55,7 +55,7 @@ export async function forkSession(source: string, options: ForkOptions): Promise
     });
   }
   const state = prefix.state;
-  const closing = planRepair(state, prefix.liveCall);
+  const closing = planRepair(state, prefix.liveCall, { kind: 'fork', atSeq });
   if (closing.length > 0 && options.closeOpenTurn !== true) {
     const open = state.openTurn;
     const where = open !== undefined ? `inside turn ${open.turn}${prefix.openTurnSeq !== undefined ? ` (started at seq ${prefix.openTurnSeq})` : ''}` : state.compacting ? 'inside a compaction' : 'with unanswered tool calls';

@@ -185,6 +185,41 @@ describe('errors in CLI words', { timeout: 120_000 }, () => {
   });
 });
 
+describe('a data directory that cannot be made', { timeout: 120_000 }, () => {
+  // /proc refuses mkdir; Node's recursive mkdir spins forever there, which is why the journal makes
+  // its directories one level at a time.
+  it.runIf(process.platform === 'linux')('is DATA_DIR_INVALID with the system reason and a hint, promptly', async () => {
+    const result = await harness(['run', 'Hello', '--config', config, '--cwd', demo, '--data-dir', '/proc/harness-no-such-dir'], opts());
+    expect(result.code).toBe(1);
+    expect(lines(result.stderr)[0]).toBe("error DATA_DIR_INVALID: Cannot create the journal directory /proc/harness-no-such-dir/sessions (ENOENT: no such file or directory, mkdir '/proc/harness-no-such-dir'); point the data directory at a writable folder.");
+    expect(lines(result.stderr)[1]).toMatch(/^hint: point --data-dir/);
+  });
+});
+
+describe('a failed turn after its journal exists', { timeout: 120_000 }, () => {
+  it('names the journal and the resume command', async () => {
+    const home = tempDir('failed-turn');
+    try {
+      // Nothing listens on port 9: a connection error (no retry plugin here), and the turn ends with TRANSPORT.
+      const openaiConfig = writeProject(join(home.dir, 'project'), {
+        plugins: [{ name: 'llm-openai', config: { providers: { openai: { baseURL: 'http://127.0.0.1:9/v1' } } } }, { name: 'tools-workspace' }, { name: 'approvals' }],
+      });
+      const result = await harness(['run', 'Hello', '--config', openaiConfig, '--cwd', demo, '--provider', 'openai', '--model', 'gpt-4o'], {
+        home: home.dir,
+        env: { OPENAI_API_KEY: 'test-key' },
+      });
+      expect(result.code).toBe(1);
+      const errorLines = lines(result.stderr);
+      expect(errorLines[0]).toBe('error TRANSPORT: Could not reach provider "openai" at http://127.0.0.1:9/v1: Connection error. (fetch failed)');
+      const [journalFile] = filesOf(join(home.dir, 'sessions')).filter((f) => f.endsWith('.jsonl'));
+      expect(errorLines[1]).toBe(`journal ${join(home.dir, 'sessions', journalFile!)}`);
+      expect(errorLines[2]).toMatch(new RegExp(`^resume  .* run --resume ${journalFile!.replace('.jsonl', '')} "<prompt>"$`));
+    } finally {
+      home.cleanup();
+    }
+  });
+});
+
 describe('flags', { timeout: 120_000 }, () => {
   it('replay refuses flags that do not go together', async () => {
     const results = await Promise.all([

@@ -99,9 +99,12 @@ describe('sessions, fork, import, replay', { timeout: 180_000 }, () => {
     expect(ids).toEqual(expect.arrayContaining([sessionIdOf(runJournal), 'forked', 'dsh-fs-read', 'closed']));
   });
 
-  it('a session that does not exist is one error line naming the path', async () => {
+  it('a session that does not exist is one error line naming the path, and a hint to list them', async () => {
     const result = await harness(['replay', 'no-such-session'], opts());
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`error JOURNAL_NOT_FOUND: No journal at ${join(home.dir, 'sessions/no-such-session.jsonl')}.\n`);
+    const [error, hint, ...rest] = result.stderr.split('\n');
+    expect(error).toBe(`error JOURNAL_NOT_FOUND: No journal at ${join(home.dir, 'sessions/no-such-session.jsonl')}.`);
+    expect(hint).toMatch(/^hint: `.+ sessions` lists the sessions in /);
+    expect(rest).toEqual(['']);
   });
 });

@@ -460,6 +460,9 @@ describe('replay: read, fork, list', () => {
     const closed = await forkSession('source', { dataDir: data.dir, atSeq: boundary + 3, id: 'inside', closeOpenTurn: true });
     open.push(closed.journal);
     expect(closed.repairs.syntheticEvents.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 2, reason: 'interrupted' } });
+    // The fork says it cut the turn; it does not claim a crash.
+    const forkEnd = closed.repairs.syntheticEvents.at(-1)!.data as { failure?: { message: string } };
+    expect(forkEnd.failure?.message).toBe(`The fork at seq ${boundary + 3} cut the session while turn 2 was running; the fork closed it.`);
     expect(closed.journal.state.openTurn).toBeUndefined();
     expect((await codeOf(forkSession('source', { dataDir: data.dir, atSeq: 10_000 }))).code).toBe('FORK_OUT_OF_RANGE');
   });

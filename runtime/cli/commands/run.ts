@@ -11,11 +11,11 @@ import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
 import { HarnessError, readJournalHeader, type AgentSession, type ApprovalRequest, type Harness } from '../../index.ts';
 import { askInTerminal, type Ask, type AskAnswer } from '../approval.ts';
-import type { Io } from '../env.ts';
+import { shellQuote, type Io } from '../env.ts';
 import { printable } from '../format.ts';
 import { onStop, type StopRequest } from '../lifecycle.ts';
 import { LiveRenderer } from '../render.ts';
-import { checkWorkspace, makeApprover, openHarness, resolveCall, sessionHints, sessionPath, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
+import { checkWorkspace, makeApprover, openHarness, resolveCall, selfWithGlobals, sessionArgument, sessionHints, sessionPath, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
 import { UsageTally } from '../usage.ts';
 
 export async function runCommand(prompt: string, options: TurnOptions, globals: GlobalOptions, io: Io): Promise<number> {
@@ -113,8 +113,9 @@ async function runTurn(harness: Harness, prompt: string, options: TurnOptions, g
     if (!quiet) {
       io.out.write(`\n${io.c.dim(tally.footer(harness, io))}\n`);
       io.out.write(`${sessionHints(session, harness.dataDir, globals, io)}\n`);
-    } else if (globals.debug) {
-      io.err.write(io.c.dim(`journal ${session.path}\n`));
+    } else {
+      // The failed turn is journaled (the prompt too): say where, and how to go on from it.
+      io.err.write(`${io.c.dim('journal')} ${session.path}\n${io.c.dim('resume ')} ${selfWithGlobals(globals)} run --resume ${shellQuote(sessionArgument(session.path, harness.dataDir))} "<prompt>"\n`);
     }
     if (stopped()) return stopped()!.exitCode;
     return reason === 'error' ? 1 : reason === 'aborted' ? 130 : 0;
