@@ -15,7 +15,7 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { HarnessError } from '../index.ts';
-import { cliVersion, configSource, processIo, writeAll, type Io } from './env.ts';
+import { cliVersion, configSource, processIo, selfCommand, writeAll, type Io } from './env.ts';
 import { printable } from './format.ts';
 import { installProcessHandlers, stopRequested } from './lifecycle.ts';
 import type { GlobalOptions } from './setup.ts';
@@ -38,7 +38,12 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     .option('--debug', 'print stacks of unexpected errors and info diagnostics')
     .option('--no-color', 'no colours (also: NO_COLOR=1)')
     .showSuggestionAfterError(true)
-    .configureOutput({ writeOut: (s) => io.out.write(s), writeErr: (s) => io.err.write(s) })
+    .configureOutput({
+      writeOut: (s) => io.out.write(s),
+      writeErr: (s) => io.err.write(s),
+      // The parser's own errors (a missing argument, an unknown command or option) in the CLI's one form.
+      outputError: (s, write) => write(`${s.replace(/^error: /, 'error INVALID_ARGUMENTS: ').trimEnd()}\nhint: \`${selfCommand()} --help\` (or \`${selfCommand()} <command> --help\`) lists the commands, arguments and options.\n`),
+    })
     .addHelpText(
       'after',
       [

@@ -5,6 +5,7 @@
  * `reload-hooks.mjs` passes the query on to the project-local modules it imports, so edited helpers
  * run their new code. Packages in node_modules and the runtime directory are never duplicated.
  */
+import { existsSync } from 'node:fs';
 import { register } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { HarnessError } from './errors.ts';
@@ -30,6 +31,8 @@ export async function importGeneration(path: string): Promise<Record<string, unk
   try {
     return (await import(url.href)) as Record<string, unknown>;
   } catch (error) {
-    throw new HarnessError('PLUGIN_IMPORT_FAILED', `Could not import plugin module ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    // A missing plugin file: Node's message would name this loader as the importer, not the config.
+    const reason = existsSync(path) ? (error instanceof Error ? error.message : String(error)) : 'no such file; check the module path of this plugin in the config';
+    throw new HarnessError('PLUGIN_IMPORT_FAILED', `Could not import plugin module ${path}: ${reason}`, { cause: error });
   }
 }

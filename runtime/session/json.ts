@@ -108,27 +108,18 @@ const FAST_DEPTH = 24;
  * the caller runs the full walk.
  */
 function fastValid(value: unknown, depth: number): boolean {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return true;
-    case 'number':
-      return value === value && value !== Infinity && value !== -Infinity && (value !== 0 || 1 / value > 0);
-    case 'object':
-      break;
-    default:
-      return false;
-  }
-  if (value === null) return true;
+  const problem = primitiveProblem(value);
+  if (problem !== undefined) return problem === null;
   if (depth >= FAST_DEPTH) return false;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (!fastValid(value[i], depth + 1)) return false;
+  const kind = containerKind(value as object);
+  if (kind === 'array') {
+    const array = value as unknown[];
+    for (let i = 0; i < array.length; i++) if (!fastValid(array[i], depth + 1)) return false;
     return true;
   }
-  const proto = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== null) return false;
-  for (const key in value) {
-    if (!Object.hasOwn(value, key)) continue; // what Object.keys (the full walk) would not see
+  if (kind === undefined) return false;
+  for (const key in value as object) {
+    if (!Object.hasOwn(value as object, key)) continue; // what Object.keys (the full walk) would not see
     if (!fastValid((value as Record<string, unknown>)[key], depth + 1)) return false;
   }
   return true;

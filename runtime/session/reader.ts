@@ -52,7 +52,7 @@ export function parseHeaderLine(text: string | undefined, path: string, terminat
   }
   const header = value as Partial<SessionHeader> & Record<string, unknown>;
   if (typeof header !== 'object' || header === null || Array.isArray(header) || header.type !== 'session') {
-    throw new HarnessError('JOURNAL_HEADER', `${path}:1: line 1 is not a session header (it needs "type":"session"). This file is not a Harness journal; the file was left as it is.`, {
+    throw new HarnessError('JOURNAL_HEADER', `${path}:1: line 1 is not a session header (it needs "type":"session"): this file is not a Harness journal, or its header line was damaged. The file was left as it is.`, {
       details: { path, line: 1 },
     });
   }

@@ -221,6 +221,24 @@ describe('a failed turn after its journal exists', { timeout: 120_000 }, () => {
 });
 
 describe('flags', { timeout: 120_000 }, () => {
+  it('the parser\'s own errors are INVALID_ARGUMENTS with a --help hint; --at takes decimal digits only', async () => {
+    const results = await Promise.all([
+      harness(['frobnicate'], opts()),
+      harness(['replay'], opts()),
+      ...['', '0x10', '1e2', '-1', '99999999999999999999'].map((at) => harness(['replay', journal, '--at', at, '--config', config], opts())),
+    ]);
+    const [unknown, missing, ...badSeqs] = results;
+    expect(lines(unknown!.stderr)[0]).toBe("error INVALID_ARGUMENTS: unknown command 'frobnicate'");
+    expect(lines(missing!.stderr)[0]).toBe("error INVALID_ARGUMENTS: missing required argument 'session'");
+    for (const result of badSeqs) expect(lines(result.stderr)[0]).toMatch(/^error INVALID_ARGUMENTS: option '--at <seq>' argument '.*' is invalid\. expected a whole number ≥ 0 in decimal digits/);
+    for (const result of results) {
+      expect(result.code).toBe(1);
+      expect(lines(result.stderr)[1]).toMatch(/^hint: `.+ --help` \(or `.+ <command> --help`\) lists the commands, arguments and options\.$/);
+    }
+    const good = await harness(['replay', journal, '--at', '3', '--config', config], opts());
+    expect(good.code).toBe(0);
+  });
+
   it('replay refuses flags that do not go together', async () => {
     const results = await Promise.all([
       harness(['replay', journal, '--at', '3', '--verify', '--config', config], opts()),

@@ -250,7 +250,10 @@ export default definePlugin({
   });
 
   it('a missing module is PLUGIN_IMPORT_FAILED at load', async () => {
-    await expect(host.load({ module: `${tmp.dir}/does-not-exist.ts` })).rejects.toMatchObject({ code: 'PLUGIN_IMPORT_FAILED' });
+    await expect(host.load({ module: `${tmp.dir}/does-not-exist.ts` })).rejects.toMatchObject({
+      code: 'PLUGIN_IMPORT_FAILED',
+      message: `Could not import plugin module ${tmp.dir}/does-not-exist.ts: no such file; check the module path of this plugin in the config`,
+    });
   });
 });
 

@@ -239,6 +239,15 @@ describe('errors leave the file byte-identical', () => {
     await expectUntouched(journal.path, 'JOURNAL_HEADER', /badheader\.jsonl:1: the header line is not JSON/);
   });
 
+  it('a header replaced by another JSON object → JOURNAL_HEADER that allows for a damaged header', async () => {
+    const journal = await newJournal({ id: 'emptyheader' });
+    await completeTurn(journal, 1);
+    await journal.close();
+    const text = readFileSync(journal.path, 'utf8');
+    writeFileSync(journal.path, `{}${text.slice(text.indexOf('\n'))}`);
+    await expectUntouched(journal.path, 'JOURNAL_HEADER', /emptyheader\.jsonl:1: line 1 is not a session header \(it needs "type":"session"\): this file is not a Harness journal, or its header line was damaged\./);
+  });
+
   it('a foreign version → JOURNAL_VERSION saying which version the file has and which this build reads', async () => {
     const journal = await newJournal({ id: 'future' });
     await completeTurn(journal, 1);
