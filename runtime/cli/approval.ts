@@ -13,7 +13,7 @@
  */
 import type { ApprovalRequest } from '../index.ts';
 import type { Io } from './env.ts';
-import { formatCount, oneLine, printable } from './format.ts';
+import { formatCount, oneLine, PREVIEW_CHARS, printable } from './format.ts';
 
 /** A person's answer: allow, or deny and why. */
 export interface AskAnswer {
@@ -32,8 +32,6 @@ export type Reply = { readonly text: string } | { readonly none: string };
 export const FULL_VIEW_LIMIT = 4000;
 const HEAD_CHARS = 1500;
 const TAIL_CHARS = 1500;
-/** The one-line preview of a tool call (`→ name {…}`) shows this many characters of its arguments. */
-export const PREVIEW_CHARS = 100;
 
 /** The full text of a call's arguments: exec_command's command as is, else pretty-printed JSON. */
 export function argumentsText(request: Pick<ApprovalRequest, 'name' | 'arguments' | 'input'>): { label: string; text: string; compact: string } {
@@ -64,10 +62,9 @@ export function argumentsBlock(request: Pick<ApprovalRequest, 'name' | 'argument
   const { label, text, compact } = argumentsText(request);
   if (!full && oneLine(compact, Number.MAX_SAFE_INTEGER) === compact && compact.length <= PREVIEW_CHARS) return { text: '', cut: 0 };
   const bar = c.dim('  │ ');
-  // Bidirectional overrides could make the shown text read differently from what runs: shown as \u202e etc.
+  // printable() also shows bidirectional overrides as \u202e etc.: what is shown is what runs.
   const body = (part: string) =>
     printable(part)
-      .replace(/[\u202a-\u202e\u2066-\u2069]/g, (char) => `\\u${char.charCodeAt(0).toString(16)}`)
       .split('\n')
       .map((line) => `${bar}${line}`)
       .join('\n');

@@ -5,8 +5,12 @@
  */
 import type { Message, TokenUsage, ToolResultBlock } from '../index.ts';
 
-/** C0 controls but \t and \n, DEL, and the C1 controls (0x80–0x9f: 0x9b is a one-byte CSI). */
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+/**
+ * C0 controls but \t and \n, DEL, the C1 controls (0x80–0x9f: 0x9b is a one-byte CSI), and the
+ * bidirectional embeddings, overrides and isolates (U+202A–202E, U+2066–2069), which could make
+ * shown text read differently from what it is (a command up for approval, say).
+ */
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
 function visible(char: string): string {
   const code = char.charCodeAt(0);
@@ -17,7 +21,7 @@ function visible(char: string): string {
 
 /**
  * Text that is safe to print: every control character but tab and newline is replaced by a visible
- * stand-in (ESC → ␛, BEL → ␇, a C1 control → `\u009b`), so nothing a model, a tool or a journal says
+ * stand-in (ESC → ␛, BEL → ␇, a C1 control → `\u009b`, a bidi override → `\u202e`), so nothing a model, a tool or a journal says
  * can move the cursor, clear the screen or set the window title. CRLF line ends stay line ends.
  */
 export function printable(text: string): string {
@@ -113,8 +117,11 @@ export function firstLine(text: string): string {
   return text.split('\n').find((line) => line.trim() !== '')?.trim() ?? '';
 }
 
+/** The one-line preview of a tool call (`→ name {…}`) shows this many characters of its arguments. */
+export const PREVIEW_CHARS = 100;
+
 /** Tool arguments for display: compact JSON when they parse, else the raw text; cut at `max`. */
-export function formatArguments(raw: string, max = 100): string {
+export function formatArguments(raw: string, max = PREVIEW_CHARS): string {
   let text = raw;
   try {
     text = JSON.stringify(JSON.parse(raw));

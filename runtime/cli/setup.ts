@@ -33,14 +33,7 @@ export let openedDataDir: string | undefined;
 
 /** Builds the harness a command works with; diagnostics go to stderr (info only with --debug). */
 export async function openHarness(globals: GlobalOptions, io: Io): Promise<Harness> {
-  const harness = await createHarness({ configPath: configSource(globals.config).path, ...(globals.dataDir ? { dataDir: globals.dataDir } : {}) });
-  try {
-    checkDataDir(harness, globals);
-  } catch (error) {
-    await harness.dispose();
-    throw error;
-  }
-  openedDataDir = harness.dataDir;
+  const harness = await withDataDir(await createHarness({ configPath: configSource(globals.config).path, ...(globals.dataDir ? { dataDir: globals.dataDir } : {}) }), globals);
   harness.kernel.bus.add(
     'kernel/diagnostic',
     (diagnostic: { level: string; code: string; message: string }) => {
@@ -66,16 +59,20 @@ export async function openHarnessForReading(globals: GlobalOptions, io: Io): Pro
     if (!HarnessError.is(error) || error.code === 'DATA_DIR_INVALID') throw error;
     const where = await errorLocation(error, configSource(globals.config).path);
     io.err.write(`${io.c.yellow(`warning ${error.code}:`)} ${oneLine(error.message, 240)}${where ? ` (at ${where.at})` : ''} — reading without the config's plugins\n`);
-    const harness = await createHarness({ config: { plugins: [] }, ...(globals.dataDir ? { dataDir: globals.dataDir } : {}) });
-    try {
-      checkDataDir(harness, globals);
-    } catch (dataDirError) {
-      await harness.dispose();
-      throw dataDirError;
-    }
-    openedDataDir = harness.dataDir;
-    return harness;
+    return withDataDir(await createHarness({ config: { plugins: [] }, ...(globals.dataDir ? { dataDir: globals.dataDir } : {}) }), globals);
   }
+}
+
+/** The harness, once its data directory passed {@link checkDataDir} (else it is disposed and the error thrown). */
+async function withDataDir(harness: Harness, globals: GlobalOptions): Promise<Harness> {
+  try {
+    checkDataDir(harness, globals);
+  } catch (error) {
+    await harness.dispose();
+    throw error;
+  }
+  openedDataDir = harness.dataDir;
+  return harness;
 }
 
 /** Where the data directory came from, for messages. */
@@ -128,8 +125,6 @@ export function statOf(path: string): ReturnType<typeof statSync> | undefined {
     throw error;
   }
 }
-
-/** A journal file name's id (the runtime's rule for session ids). */
 
 /**
  * The journal a session argument names: an id whose journal exists, else an existing file (so
@@ -312,7 +307,7 @@ export function withConfigPath(error: HarnessError, configPath: string): string 
  */
 export async function errorLocation(error: HarnessError, configPath: string): Promise<{ at: string; lineText?: string; column?: number } | undefined> {
   if (error.code !== 'INVALID_CONFIG' && error.code !== 'PLUGIN_IMPORT_FAILED') return undefined;
-  const file = error.code === 'INVALID_CONFIG' ? configPath : /Could not import plugin module (.+?): /.exec(error.message)?.[1];
+  const file = error.code === 'INVALID_CONFIG' ? configPath : (typeof error.failure.path === 'string' ? error.failure.path : undefined);
   if (file === undefined || !existsSync(file)) return undefined;
   const cause = error.cause;
   if (cause instanceof SyntaxError || (cause instanceof Error && cause.name === 'SyntaxError')) {

@@ -33,6 +33,6 @@ export async function importGeneration(path: string): Promise<Record<string, unk
   } catch (error) {
     // A missing plugin file: Node's message would name this loader as the importer, not the config.
     const reason = existsSync(path) ? (error instanceof Error ? error.message : String(error)) : 'no such file; check the module path of this plugin in the config';
-    throw new HarnessError('PLUGIN_IMPORT_FAILED', `Could not import plugin module ${path}: ${reason}`, { cause: error });
+    throw new HarnessError('PLUGIN_IMPORT_FAILED', `Could not import plugin module ${path}: ${reason}`, { cause: error, details: { path } });
   }
 }

@@ -16,8 +16,8 @@ const config = writeProject(join(project.dir, 'project'), {
   plugins: [{ name: 'llm-scripted' }, { name: 'tools-workspace' }, { name: 'approvals' }],
 });
 
-/** Control sequences a terminal would obey: OSC (title), BEL, clear screen, blink, a C1 CSI. */
-const HOSTILE = ['\x1b]0;PWNED\x07', '\x1b[2J', '\x1b[5m', '\x9b', '\x07'];
+/** Control sequences a terminal would obey: OSC (title), BEL, clear screen, blink, a C1 CSI; and a right-to-left override (shown text reads otherwise). */
+const HOSTILE = ['\x1b]0;PWNED\x07', '\x1b[2J', '\x1b[5m', '\x9b', '\x07', '\u202e'];
 
 /** Without the CLI's own colours (checked to be only those by expectSafe first). */
 const plain = (text: string): string => text.replace(/\x1b\[[0-9;]*m/g, '');
@@ -34,7 +34,7 @@ describe('escape sequences from models, tools and journals', { timeout: 120_000 
     const workspace = join(project.dir, 'ws');
     mkdirSync(workspace, { recursive: true });
     // The scripted model reads README.md and quotes its first line; the tool result shows its lines.
-    writeFileSync(join(workspace, 'README.md'), '# Evil \x1b]0;PWNED\x07 title\x1b[2J\n\nsecond \x9b31m line\x07\n');
+    writeFileSync(join(workspace, 'README.md'), '# Evil \x1b]0;PWNED\x07 title\x1b[2J\n\nsecond \x9b31m line\x07 \u202ereversed\n');
     const env = { NO_COLOR: undefined, FORCE_COLOR: '1' };
     // The prompt (echoed by the model, and the session's title) carries one too.
     const result = await harness(['run', 'What is \x1b[5mhere\x1b[0m?', '--cwd', workspace, '--config', config], { home, env });
@@ -45,7 +45,7 @@ describe('escape sequences from models, tools and journals', { timeout: 120_000 
     const shown = plain(result.stdout);
     expect(shown).toContain('# Evil ␛]0;PWNED␇ title␛[2J'); // the tool result and the model's quote
     expect(shown).toContain('What is ␛[5mhere␛[0m?'); // the model's reasoning echoes the prompt
-    expect(shown).toContain('second \\u009b31m line␇');
+    expect(shown).toContain('second \\u009b31m line␇ \\u202ereversed');
     const journal = journalOf(shown);
     // The journal keeps the exact bytes; only the display is made safe.
     expect(JSON.stringify(readEvents(journal))).toContain('\\u001b]0;PWNED\\u0007');

@@ -45,11 +45,8 @@ export async function chatCommand(options: TurnOptions, globals: GlobalOptions, 
   });
   try {
     let session: AgentSession | undefined;
-    if (options.resume) {
-      session = await resumeSession(harness, options.resume, cwd, io);
-    } else {
-      await resolveCall(harness, options); // fail fast: nothing is created before the first prompt
-    }
+    if (options.resume) session = await resumeSession(harness, options.resume, cwd, io);
+    // Fails fast (unknown model, missing key): a new session is only created with the first prompt.
     const call = await resolveCall(harness, options, session);
     if (stopped) {
       await session?.close();
@@ -181,6 +178,7 @@ class Repl {
     const approve = makeApprover(this.harness, this.options.approve, ask);
     const done = (async () => {
       try {
+        if (this.closing) return; // quit while the prompt was being sent: no session for it
         if (this.session === undefined) {
           // The first prompt of a new session: its journal starts now.
           this.session = await this.harness.createSession(this.options.cwd ? { cwd: this.options.cwd } : {});
