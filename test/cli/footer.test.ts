@@ -7,7 +7,7 @@
 import { copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { formatCost, formatUsage } from '../../runtime/cli/format.ts';
+import { formatCost, formatUsage } from '../../cli/format.ts';
 import { filesOf, harness, journalOf, projectRoot, readEvents, sessionIdOf, tempDir, writeProject } from './support.ts';
 
 const project = tempDir('footer');

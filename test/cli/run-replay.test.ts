@@ -142,7 +142,7 @@ describe('npm start', { timeout: 180_000 }, () => {
 
   it('the start script is what package.json runs', () => {
     const pkg = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8'));
-    expect(pkg.scripts.start).toBe('tsx runtime/cli/start.ts');
+    expect(pkg.scripts.start).toBe('tsx cli/start.ts');
     expect(pkg.bin.harness).toBe('./bin/harness.js');
   });
 });

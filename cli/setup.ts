@@ -16,7 +16,7 @@ import {
   type ApproveFn,
   type AgentSession,
   type Harness,
-} from '../index.ts';
+} from '../runtime/index.ts';
 import type { Ask } from './approval.ts';
 import { configSource, selfCommand, shellQuote, type Io } from './env.ts';
 import { oneLine, printable } from './format.ts';

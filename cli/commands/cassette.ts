@@ -44,7 +44,7 @@ import {
   type SessionEvent,
   type ToolSpec,
   type UserMessage,
-} from '../../index.ts';
+} from '../../runtime/index.ts';
 import { projectRoot, type Io } from '../env.ts';
 import { oneLine, printable } from '../format.ts';
 import { openHarnessForReading, sessionPath, type GlobalOptions } from '../setup.ts';

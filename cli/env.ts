@@ -7,8 +7,8 @@ import { basename, dirname, isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pc from 'picocolors';
 
-/** The folder of this repository's package.json (runtime/cli/ is two levels below it). */
-export const projectRoot: string = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** The folder of this repository's package.json (cli/ is one level below it). */
+export const projectRoot: string = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The CLI's version (package.json). */
 export function cliVersion(): string {

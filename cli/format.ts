@@ -3,7 +3,7 @@
  * and {@link printable}, which every text that came from a model, a tool or a journal goes through
  * before it reaches the terminal.
  */
-import type { Message, TokenUsage, ToolResultBlock } from '../index.ts';
+import type { Message, TokenUsage, ToolResultBlock } from '../runtime/index.ts';
 
 /**
  * C0 controls but \t and \n, DEL, the C1 controls (0x80–0x9f: 0x9b is a one-byte CSI), and the

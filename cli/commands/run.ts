@@ -9,7 +9,7 @@
  */
 import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
-import { HarnessError, readJournalHeader, type AgentSession, type ApprovalRequest, type Harness } from '../../index.ts';
+import { HarnessError, readJournalHeader, type AgentSession, type ApprovalRequest, type Harness } from '../../runtime/index.ts';
 import { askInTerminal, type Ask, type AskAnswer } from '../approval.ts';
 import { shellQuote, type Io } from '../env.ts';
 import { printable } from '../format.ts';

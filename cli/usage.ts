@@ -7,7 +7,7 @@
  * `compaction/summary` events as they are journaled. So the footer means the same whether the
  * session is new, resumed, or one turn of many in a chat, and whether `token-meter` is loaded or not.
  */
-import { readJournal, type AnySessionEvent, type Harness, type TokenUsage } from '../index.ts';
+import { readJournal, type AnySessionEvent, type Harness, type TokenUsage } from '../runtime/index.ts';
 import type { Io } from './env.ts';
 import { addUsage, formatCost, formatUsage } from './format.ts';
 

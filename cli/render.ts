@@ -6,7 +6,7 @@
  * its control characters are shown, never obeyed. Only the renderer's own colours reach the terminal.
  */
 import ora, { type Ora } from 'ora';
-import type { AnySessionEvent, Message, SessionEvent, SessionHeader, StreamChunk } from '../index.ts';
+import type { AnySessionEvent, Message, SessionEvent, SessionHeader, StreamChunk } from '../runtime/index.ts';
 import type { Io } from './env.ts';
 import { formatArguments, formatMs, formatUsage, headLines, oneLine, printable, PrintableStream, toolResultText } from './format.ts';
 

@@ -15,7 +15,7 @@
 import { watch, type FSWatcher } from 'chokidar';
 import { dirname, resolve, sep } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
-import { HarnessError, type AgentSession, type ApprovalRequest, type Harness, type PluginReloadedEvent, type PluginReloadFailedEvent } from '../../index.ts';
+import { HarnessError, type AgentSession, type ApprovalRequest, type Harness, type PluginReloadedEvent, type PluginReloadFailedEvent } from '../../runtime/index.ts';
 import { askInTerminal, type Ask, type AskAnswer } from '../approval.ts';
 import type { Io } from '../env.ts';
 import { formatMs, oneLine, printable } from '../format.ts';

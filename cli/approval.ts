@@ -11,7 +11,7 @@
  * said no" for `n`/`no` only; "no answer (Enter; the default is no)", "unrecognised answer "maybe"
  * taken as no", "no answer (Ctrl-C)", "no answer (end of input)", … otherwise.
  */
-import type { ApprovalRequest } from '../index.ts';
+import type { ApprovalRequest } from '../runtime/index.ts';
 import type { Io } from './env.ts';
 import { formatCount, oneLine, PREVIEW_CHARS, printable } from './format.ts';
 

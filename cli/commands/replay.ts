@@ -17,7 +17,7 @@ import {
   type AnySessionEvent,
   type OpenedSession,
   type SessionState,
-} from '../../index.ts';
+} from '../../runtime/index.ts';
 import type { Io } from '../env.ts';
 import { formatUsage, oneLine, printable } from '../format.ts';
 import { TranscriptPrinter } from '../render.ts';

@@ -1,5 +1,5 @@
 /**
- * The `harness` command (DESIGN "Layout": runtime/cli). `bin/harness.js` registers tsx and calls
+ * The `harness` command (DESIGN "Layout": cli/). `bin/harness.js` registers tsx and calls
  * {@link runCli}. Every command resolves the config (`--config`, else `$HARNESS_CONFIG`, else
  * `./harness.config.ts` in the working directory, else the project's own) and the data directory
  * (`--data-dir`, else the config's `dataDir`, else `$HARNESS_HOME`, else `~/.harness`).
@@ -14,7 +14,7 @@
  * exits 0 (see lifecycle.ts).
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { HarnessError } from '../index.ts';
+import { HarnessError } from '../runtime/index.ts';
 import { cliVersion, configSource, processIo, selfCommand, writeAll, type Io } from './env.ts';
 import { printable } from './format.ts';
 import { installProcessHandlers, stopRequested } from './lifecycle.ts';

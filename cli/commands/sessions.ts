@@ -5,7 +5,7 @@
  * header names another session (a copy: `cp <id>.jsonl backup.jsonl`) is flagged with that id.
  */
 import { resolve } from 'node:path';
-import { forkSession, HarnessError, listSessions, writeImportedSession, type SessionSummary } from '../../index.ts';
+import { forkSession, HarnessError, listSessions, writeImportedSession, type SessionSummary } from '../../runtime/index.ts';
 import { selfCommand, type Io } from '../env.ts';
 import { compactCount, formatAgo, oneLine, printable } from '../format.ts';
 import { openHarnessForReading, selfWithGlobals, sessionArgument, sessionPath, statOf, type GlobalOptions } from '../setup.ts';
