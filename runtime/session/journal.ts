@@ -27,9 +27,11 @@ import {
   mkdirSync,
   openSync,
   readSync,
+  renameSync,
   statSync,
   writeSync,
   ftruncateSync,
+  linkSync,
   unlinkSync,
   write as fsWrite,
   fsync as fsFsync,
@@ -464,6 +466,12 @@ export interface JournalPrefix {
 /**
  * Creates a journal file with `header` (and an optional prefix of events), fsyncs it, and opens it
  * for writing with the lock held.
+ *
+ * With a prefix (a fork: many events, a long copy) the file is written under a temporary name
+ * (`<id>.jsonl.partial-<pid>`, which no reader lists) and linked to its final name only after its
+ * last fsync: a copy cut by a signal or a crash never looks like a complete journal. `link(2)` is
+ * an exclusive create, so the final name is still never overwritten. The temporary name is removed
+ * on every error and on `process.exit` (a SIGTERM with no handler); a SIGKILL can leave one behind.
  * @internal Use `createJournal` / `forkSession`.
  * @throws HarnessError `JOURNAL_EXISTS`, `JOURNAL_LOCKED`, `DATA_DIR_INVALID` (the directory cannot be made).
  */
@@ -471,14 +479,25 @@ export async function createJournalFile(path: string, header: SessionHeader, io:
   ensureDirectory(dirname(path));
   const lockPath = lockPathOf(path);
   const lock = acquireLock(lockPath, path);
+  const exists = (): HarnessError => new HarnessError('JOURNAL_EXISTS', `A journal already exists at ${path}; open it with openJournal, or pick another session id.`, { details: { path } });
+  const writePath = prefix === undefined ? path : `${path}.partial-${process.pid}`;
+  const removePartial = (): void => {
+    try {
+      unlinkSync(writePath);
+    } catch {
+      // already gone
+    }
+  };
   let fd: number | undefined;
   try {
+    if (prefix !== undefined) {
+      if (existsSync(path)) throw exists();
+      process.on('exit', removePartial);
+    }
     try {
-      fd = openSync(path, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_APPEND, 0o644);
+      fd = openSync(writePath, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_APPEND, 0o644);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
-        throw new HarnessError('JOURNAL_EXISTS', `A journal already exists at ${path}; open it with openJournal, or pick another session id.`, { details: { path } });
-      }
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw exists();
       throw error;
     }
     const target = fd;
@@ -503,17 +522,28 @@ export async function createJournalFile(path: string, header: SessionHeader, io:
       await drain();
     }
     fsyncSync(target);
+    if (prefix !== undefined) {
+      try {
+        linkSync(writePath, path);
+        removePartial();
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') throw exists();
+        // A file system without hard links: a rename (the lock keeps other writers of this id out).
+        if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw error;
+        if (existsSync(path)) throw exists();
+        renameSync(writePath, path);
+      }
+      process.off('exit', removePartial);
+    }
     fsyncDir(dirname(path));
   } catch (error) {
     if (fd !== undefined) {
       closeSync(fd);
       // The file is ours alone (created exclusively): a half-written one must not stay behind.
-      try {
-        unlinkSync(path);
-      } catch {
-        // already gone
-      }
+      removePartial();
     }
+    if (prefix !== undefined) process.off('exit', removePartial);
     releaseLock(lockPath);
     throw error;
   }

@@ -257,6 +257,8 @@ export async function scanJournal(path: string, options: ScanOptions = {}): Prom
     // The last line is complete but unreadable: a torn write (e.g. a tail of zero bytes).
     tornTail = { ...pendingBad, reason: `the last line is unreadable (${pendingBad.reason})` };
   }
+  const reachedEnd = options.stopAtSeq === undefined || lastSeq < options.stopAtSeq;
+  if (reachedEnd && !salvage) assertForkComplete(path, header!, lastSeq);
   return {
     path,
     header: header!,
@@ -288,7 +290,7 @@ export interface ReadJournalOptions {
  */
 export async function* readJournal(path: string, options: ReadJournalOptions = {}): AsyncGenerator<AnySessionEvent, void, undefined> {
   const salvage = options.salvage === true;
-  let header = false;
+  let header: SessionHeader | undefined;
   let lastSeq = 0;
   let pendingBad: SkippedLine | undefined;
   let tornTail: SkippedLine | undefined;
@@ -303,10 +305,10 @@ export async function* readJournal(path: string, options: ReadJournalOptions = {
     for await (const lines of lineBatches(path)) {
       const events: AnySessionEvent[] = [];
       for (const line of lines) {
-        if (!header) {
-          parseHeaderLine(line.text, path, line.terminated);
+        if (header === undefined) {
+          const parsedHeader = parseHeaderLine(line.text, path, line.terminated);
           if (!line.terminated) throw new HarnessError('JOURNAL_HEADER', `${path}:1: the header line has no line end (the file was cut while it was created).`, { details: { path, line: 1 } });
-          header = true;
+          header = parsedHeader;
           continue;
         }
         if (pendingBad !== undefined) {
@@ -335,9 +337,25 @@ export async function* readJournal(path: string, options: ReadJournalOptions = {
     if ((error as NodeJS.ErrnoException)?.code === 'ENOENT') throw new HarnessError('JOURNAL_NOT_FOUND', `No journal at ${path}.`, { details: { path } });
     throw error;
   }
-  if (!header) parseHeaderLine(undefined, path);
+  if (header === undefined) parseHeaderLine(undefined, path);
   if (pendingBad !== undefined) tornTail = { ...pendingBad, reason: `the last line is unreadable (${pendingBad.reason})` };
+  if (!salvage) assertForkComplete(path, header!, lastSeq);
   if (tornTail !== undefined) options.onSkip?.(tornTail);
+}
+
+/**
+ * A fork holds every event up to `parent.seq` (it is linked into place only after its copy is
+ * fsynced); fewer is a copy that was cut — resuming it would continue a truncated history.
+ * @throws HarnessError `JOURNAL_CORRUPT` (details `expectedSeq`, `lastSeq`).
+ */
+export function assertForkComplete(path: string, header: SessionHeader, lastSeq: number): void {
+  const parent = header.parent;
+  if (parent === undefined || typeof parent.seq !== 'number' || lastSeq >= parent.seq) return;
+  throw new HarnessError(
+    'JOURNAL_CORRUPT',
+    `${path}: a truncated fork: its header says it was forked from ${String(parent.sessionId)} at seq ${parent.seq}, but it holds events only up to seq ${lastSeq} (the copy was cut). Fork again from the source; the file was left as it is.`,
+    { details: { path, reason: 'truncated fork', expectedSeq: parent.seq, lastSeq } },
+  );
 }
 
 function corruptError(path: string, bad: SkippedLine): HarnessError {

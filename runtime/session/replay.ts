@@ -13,7 +13,7 @@ import { initialState, reduceEvent } from './fold.ts';
 import { createJournalFile, type JournalIoOptions, type OpenedJournal } from './journal.ts';
 import { scanLines } from './lines.ts';
 import { assertSessionId, journalPath, resolveSessionPath, sessionsDir } from './paths.ts';
-import { parseEventLine, parseHeaderLine, readJournalHeader, scanJournal } from './reader.ts';
+import { assertForkComplete, parseEventLine, parseHeaderLine, readJournalHeader, scanJournal } from './reader.ts';
 import { planRepair } from './repair.ts';
 import type { SessionState } from './types.ts';
 
@@ -193,6 +193,14 @@ async function summarize(path: string): Promise<SessionSummary> {
     return { id: fileId(path), path, turnCount: 0, usage: {}, eventCount: 0, lastUpdateAtMs: 0, error: { code: 'JOURNAL_HEADER', message: `${path} is empty.` } };
   }
   const h: SessionHeader = header;
+  if (h.parent !== undefined && eventCount < h.parent.seq) {
+    try {
+      assertForkComplete(path, h, eventCount);
+    } catch (error) {
+      const info = { code: (error as HarnessError).code, message: (error as Error).message };
+      return { id: h.id, path, turnCount: 0, usage: {}, eventCount, lastUpdateAtMs: await stat(path).then((s) => s.mtimeMs, () => 0), parent: h.parent, error: info };
+    }
+  }
   const lastUpdateAtMs = lastAtMs ?? (await stat(path).then((s) => s.mtimeMs, () => h.createdAtMs));
   return {
     id: h.id,
