@@ -9,14 +9,12 @@ import { basename, dirname, join, resolve } from 'node:path';
 import {
   createHarness,
   HarnessError,
-  isSessionId,
-  resolveSessionPath,
-  sessionsDir,
   type ApprovalRequest,
   type ApproveFn,
   type AgentSession,
   type Harness,
 } from '../runtime/index.ts';
+import { isSessionId, resolveSessionPath, sessionsDir } from '../runtime/internal.ts';
 import type { Ask } from './approval.ts';
 import { configSource, selfCommand, shellQuote, type Io } from './env.ts';
 import { oneLine, printable } from './format.ts';

@@ -1,9 +1,161 @@
 /**
- * The public API of Harness: everything a plugin author imports comes from here.
+ * The public API of Harness (`harness-runtime`): everything a plugin author or an embedder imports,
+ * by name. Each name's docstring is on its declaration. What the CLI, the tests and the benchmarks
+ * need beyond this lives in `./internal.ts`, which is not part of the package's `exports` map.
+ *
+ * Plugin authors: `definePlugin`, `defineTool`, the hook types (declaration merging on `HookMap`),
+ * the message and stream vocabulary, the adapter kit (`LlmAdapter`, `RoutedSdkAdapter`, `StreamPump`,
+ * route config helpers), errors. Embedders: `defineConfig`, `createHarness`, `session.prompt()` /
+ * `session.run()`, and the journal readers (read, fold, state at a seq, fork, list, import).
  */
-export * from './kernel/index.ts';
-export * from './llm/index.ts';
-export * from './agent/index.ts';
-export * from './harness.ts';
+
+// ── Plugins and hooks (DESIGN "The kernel") ──────────────────────────────────────────────────
+export {
+  type WaterfallHook,
+  type EmitHook,
+  type SinkHook,
+  type HookMode,
+  type Diagnostic,
+  type HookMap,
+  type HookName,
+  type WaterfallName,
+  type EmitName,
+  type SinkName,
+  type PayloadOf,
+  type ResultOf,
+  type EventOf,
+  type Next,
+  type WaterfallListener,
+  type EventListener,
+  type ListenerOf,
+  type ListenOptions,
+  type Disposer,
+} from './kernel/bus.ts';
+export { type PluginContext, type HarnessServices } from './kernel/context.ts';
+export { definePlugin, type PluginDefinition, type PluginSpec, type PluginInfo, type PluginReloadedEvent, type PluginReloadFailedEvent } from './kernel/plugin.ts';
+export { zodSchema, type SchemaAdapter, type JsonSchema } from './kernel/schema.ts';
+export { type DeepReadonly } from './kernel/freeze.ts';
 export { z } from 'zod';
-export * from './session/index.ts';
+
+// ── Errors (seed 003 "错误与观察") ──────────────────────────────────────────────────────────────
+export { HarnessError, getErrorInfo, type HarnessErrorOptions, type Failure, type Issue, type ErrorInfo } from './kernel/errors.ts';
+export { LlmError, llmFailure } from './llm/errors.ts';
+
+// ── The model vocabulary and ctx.llm (seed 002) ──────────────────────────────────────────────
+export type {
+  MessageId,
+  CallId,
+  TextBlock,
+  ReasoningBlock,
+  ImageBlock,
+  FileBlock,
+  ToolCallBlock,
+  ToolResultBlock,
+  ContentBlockMap,
+  ContentBlock,
+  ContentBlockType,
+  ContextForm,
+  ReplayEnvelope,
+  MessageSourceMap,
+  MessageSource,
+  ModelSource,
+  Message,
+  UserMessage,
+  AssistantMessage,
+  ToolResultMessage,
+  TokenUsage,
+  LlmErrorCode,
+  LlmFailure,
+  FinishReasonMap,
+  FinishReason,
+  StreamChunkMap,
+  StreamChunk,
+  ToolSpec,
+  CallPurpose,
+  LlmCallConfig,
+  GenerateOptions,
+  ModelInfo,
+  ProviderInfo,
+} from './llm/types.ts';
+export {
+  createMessage,
+  createUserMessage,
+  createPluginMessage,
+  createAssistantMessage,
+  createToolResultMessage,
+  isAssistantMessage,
+  isToolResultMessage,
+  messageText,
+} from './llm/message.ts';
+export { BlockAssembler, assembleChunks, type AssembledMessage } from './llm/assembler.ts';
+export { LlmAdapter, type AdapterDefaults, type ReplayDegradeReport } from './llm/adapter.ts';
+export { type AdapterRegistrationHandle, type RouteInfo, type AdaptersUpdatedEvent } from './llm/registry.ts';
+export { type LlmContext, type PreparedCall, type PrepareOptions } from './llm/service.ts';
+export { resolveRetryPolicy, isRetryableCode, DEFAULT_RETRY_POLICY, type RetryPolicyConfig, type ResolvedRetryPolicy } from './llm/call-config.ts';
+
+// ── Writing a provider adapter on an official SDK ────────────────────────────────────────────
+export {
+  RoutedSdkAdapter,
+  StreamPump,
+  ClientCache,
+  mapSdkFailure,
+  retryAfterMsOf,
+  isNetworkFailure,
+  type CatalogRoute,
+  type KeyedRoute,
+  type StreamParser,
+  type StreamPumpOptions,
+  type SdkErrorClasses,
+  type SdkErrorMapper,
+} from './llm/adapter-kit.ts';
+export {
+  modelEntrySchema,
+  routeFields,
+  checkCatalog,
+  resolveRouteFields,
+  overlayRoute,
+  httpHeadersSchema,
+  DEFAULT_IDLE_TIMEOUT_MS,
+  type RouteFieldsOptions,
+  type RouteFieldsConfig,
+  type ResolvedRouteFields,
+} from './llm/route-config.ts';
+
+// ── Tools and the agent loop (seed 000) ──────────────────────────────────────────────────────
+export { defineTool, type ToolDefinition, type ToolContext, type ToolOutput, type StreamedToolOutput, type ToolExecute, type ToolsContext, type ReadonlyCatalog } from './agent/tools.ts';
+export type {
+  SessionHandle,
+  RequestProposal,
+  PreStepPayload,
+  RequestErrorPayload,
+  RequestErrorDecision,
+  ToolExecutePayload,
+  ApprovalRequest,
+  ApprovalDecision,
+  ApprovalAnswer,
+  ApproveFn,
+  RunOptions,
+} from './agent/hooks.ts';
+export { type AgentSession, type RunInput } from './agent/session.ts';
+
+// ── Embedding: config, the harness, sessions ─────────────────────────────────────────────────
+export { defineConfig, createHarness, type HarnessConfig, type Harness, type HarnessPaths, type SessionOptions, type CreateHarnessOptions } from './harness.ts';
+
+// ── The journal: events, state, reading, replay, import (DESIGN "Sessions and the journal") ──
+export type {
+  TurnEndReason,
+  RequestHeader,
+  ApprovalDecider,
+  SessionEventMap,
+  SessionEventType,
+  SessionEvent,
+  AnySessionEvent,
+  SessionHeader,
+  SessionEventDelivery,
+} from './session/events.ts';
+export type { SessionState, PendingToolCall, SessionJournal, AppendOptions, RepairReport } from './session/types.ts';
+export { registerEventType, type EventReducer, type EventTypeOptions, type Surface } from './session/registry.ts';
+export { foldEvents, stateAt } from './session/fold.ts';
+export { readJournal, readJournalHeader, openSession, type ReadJournalOptions, type OpenedSession, type OpenSessionOptions, type SkippedLine } from './session/reader.ts';
+export { forkSession, listSessions, recordedCalls, type ForkOptions, type SessionSummary, type RecordedCall } from './session/replay.ts';
+export { importDshSession, writeImportedSession, type DshImport, type AssemblerMismatch, type WriteImportedOptions } from './session/import-dsh.ts';

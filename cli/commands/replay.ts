@@ -6,18 +6,16 @@
 import { isDeepStrictEqual } from 'node:util';
 import {
   assembleChunks,
-  Folder,
   HarnessError,
-  initialState,
   openSession,
   readJournal,
   readJournalHeader,
   recordedCalls,
-  unansweredToolCalls,
   type AnySessionEvent,
   type OpenedSession,
   type SessionState,
 } from '../../runtime/index.ts';
+import { Folder, initialState, unansweredToolCalls } from '../../runtime/internal.ts';
 import type { Io } from '../env.ts';
 import { formatUsage, oneLine, printable } from '../format.ts';
 import { TranscriptPrinter } from '../render.ts';

@@ -7,11 +7,8 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   DEFAULT_RETRY_POLICY,
-  callConfigEquals,
   createAssistantMessage,
-  isAgentLoopRequest,
   isRetryableCode,
-  markAgentLoopRequest,
   resolveRetryPolicy,
   type AdapterDefaults,
   type GenerateOptions,
@@ -20,6 +17,7 @@ import {
   type ModelInfo,
   type RetryPolicyConfig,
 } from '../../runtime/index.ts';
+import { callConfigEquals, isAgentLoopRequest, markAgentLoopRequest } from '../../runtime/internal.ts';
 import { FakeAdapter, chunk, codeOf, collect, deferred, finishStop, harnessWith, runtimeIndex, tempDir, text, tick } from './support.ts';
 
 let harness: Harness | undefined;

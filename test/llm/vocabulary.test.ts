@@ -10,13 +10,13 @@ import {
   createPluginMessage,
   createToolResultMessage,
   createUserMessage,
-  failureOf,
   getErrorInfo,
   isAssistantMessage,
   isToolResultMessage,
   llmFailure,
   messageText,
 } from '../../runtime/index.ts';
+import { failureOf } from '../../runtime/internal.ts';
 
 function isDeepFrozen(value: unknown): boolean {
   if (typeof value !== 'object' || value === null) return true;

@@ -8,7 +8,6 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
-  createJournal,
   createUserMessage,
   foldEvents,
   importDshSession,
@@ -19,6 +18,7 @@ import {
   type Harness,
   type Message,
 } from '../../runtime/index.ts';
+import { createJournal } from '../../runtime/internal.ts';
 import { cutIndex } from '../../plugins/compaction/index.ts';
 import { dshRoot } from '../session/support.ts';
 import { assertPaired, bulkyTool, collect, ofType, plugin, recordRequests, runTurn, scriptedPluginHarness, type PluginEntry } from './support.ts';

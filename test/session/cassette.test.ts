@@ -4,7 +4,6 @@ import replayPlugin, { createCassette, loadCassette, matchesRecorded, type Casse
 import {
   assembleChunks,
   createHarness,
-  createJournal,
   HarnessError,
   importDshSession,
   writeImportedSession,
@@ -13,6 +12,7 @@ import {
   type RecordedCall,
   type StreamChunk,
 } from '../../runtime/index.ts';
+import { createJournal } from '../../runtime/internal.ts';
 import { dshRoot, dshSessionFiles, tempDataDir } from './support.ts';
 
 const harnesses: Harness[] = [];

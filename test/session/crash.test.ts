@@ -15,7 +15,8 @@ import { existsSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHarness, HookBus, openJournal, openSession, readJournal, type AnySessionEvent, type Diagnostic, type SessionEvent } from '../../runtime/index.ts';
+import { createHarness, openSession, readJournal, type AnySessionEvent, type Diagnostic, type SessionEvent } from '../../runtime/index.ts';
+import { HookBus, openJournal } from '../../runtime/internal.ts';
 import { expectedEvents } from './crash-scenario.ts';
 import { historyProblems, projectRoot, sessionTestDir, tempDataDir } from './support.ts';
 

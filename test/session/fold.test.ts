@@ -5,14 +5,13 @@ import {
   createUserMessage,
   foldEvents,
   HarnessError,
-  initialState,
-  reduceEvent,
   registerEventType,
   stateAt,
   type AnySessionEvent,
   type SessionEventMap,
   type SessionEventType,
 } from '../../runtime/index.ts';
+import { initialState, reduceEvent } from '../../runtime/internal.ts';
 
 let seq = 0;
 function ev<T extends SessionEventType>(type: T, data: SessionEventMap[T], ignorable?: true): AnySessionEvent {

@@ -5,17 +5,15 @@ import {
   BlockAssembler,
   foldEvents,
   importDshSession,
-  initialState,
-  openJournal,
   openSession,
   recordedCalls,
-  reduceEvent,
   stateAt,
   writeImportedSession,
   type AnySessionEvent,
   type DshImport,
   type SessionEvent,
 } from '../../runtime/index.ts';
+import { initialState, openJournal, reduceEvent } from '../../runtime/internal.ts';
 import { dshRoot, dshSessionFiles, historyProblems, tempDataDir } from './support.ts';
 
 const files = dshSessionFiles();

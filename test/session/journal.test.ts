@@ -4,24 +4,26 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   createAssistantMessage,
-  createJournal,
   createToolResultMessage,
   createUserMessage,
   forkSession,
   HarnessError,
-  HookBus,
   listSessions,
-  openJournal,
   openSession,
   readJournal,
   readJournalHeader,
   registerEventType,
-  resolveSessionPath,
   stateAt,
   type AnySessionEvent,
   type Diagnostic,
   type SessionJournal,
 } from '../../runtime/index.ts';
+import {
+  createJournal,
+  HookBus,
+  openJournal,
+  resolveSessionPath,
+} from '../../runtime/internal.ts';
 import { historyProblems, tempDataDir } from './support.ts';
 
 let data: ReturnType<typeof tempDataDir>;

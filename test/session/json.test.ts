@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { assertLosslessJson, HarnessError, isLosslessJson } from '../../runtime/index.ts';
+import { HarnessError } from '../../runtime/index.ts';
+import { assertLosslessJson, isLosslessJson } from '../../runtime/internal.ts';
 
 function rejection(value: unknown): { code: string; message: string; path: unknown } {
   try {

@@ -4,7 +4,8 @@
  * abort, the priority user abort > timeout > throw > the tool's own report, and invalid arguments.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineTool, HarnessError, parseToolCall, runTool, z, type Harness, type ToolContext, type ToolOutcome } from '../../runtime/index.ts';
+import { defineTool, HarnessError, z, type Harness, type ToolContext } from '../../runtime/index.ts';
+import { parseToolCall, runTool, type ToolOutcome } from '../../runtime/internal.ts';
 import { call, isRunning, loadTools, runWith, tempDir, text, waitFor, type TempDir } from './support.ts';
 
 let harness: Harness;

@@ -156,7 +156,8 @@ describe('exec_command process group', () => {
     const script = ws.write(
       'exit-script.mts',
       [
-        `import { createHarness, runTool } from ${JSON.stringify(join(repoRoot, 'runtime', 'index.ts'))};`,
+        `import { createHarness } from ${JSON.stringify(join(repoRoot, 'runtime', 'index.ts'))};`,
+        `import { runTool } from ${JSON.stringify(join(repoRoot, 'runtime', 'internal.ts'))};`,
         `const harness = await createHarness({ config: { plugins: [{ module: ${JSON.stringify(pluginModule)}, config: {} }] } });`,
         `const tool = harness.ctx.tools.require('exec_command');`,
         `void runTool(tool, { command: 'sleep 1000 & echo pid:$!; wait' }, { callId: 'c', sessionId: 's', cwd: ${JSON.stringify(ws.dir)}, onOutput: (text) => {`,

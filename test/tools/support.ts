@@ -6,7 +6,8 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createHarness, runTool, type Harness, type ToolDefinition, type ToolOutcome } from '../../runtime/index.ts';
+import { createHarness, type Harness, type ToolDefinition } from '../../runtime/index.ts';
+import { runTool, type ToolOutcome } from '../../runtime/internal.ts';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const pluginModule = join(repoRoot, 'plugins', 'tools-workspace', 'index.ts');

@@ -1,0 +1,40 @@
+/**
+ * Internals for Harness's own CLI, tests and benchmarks: the kernel's classes, the journal file
+ * store, paths, repair and the loop's close-out. Not in the package's `exports` map and not a
+ * contract: a plugin must not import this (`.ci/run` checks it) — what a plugin needs is in
+ * `./index.ts`. Import the public names from `./index.ts`; this module adds only what it lacks.
+ */
+
+// ── Kernel ───────────────────────────────────────────────────────────────────────────────────
+export { HookBus } from './kernel/bus.ts';
+export { Kernel, type ContextExtension } from './kernel/context.ts';
+export { toFailure, toJsonSafe } from './kernel/errors.ts';
+export { Fiber, Scope, type Registration } from './kernel/fiber.ts';
+export { deepFreeze, isPlainData } from './kernel/freeze.ts';
+export { importGeneration } from './kernel/module-loader.ts';
+export { PluginHost, isPluginDefinition, parseConfig } from './kernel/plugin.ts';
+export { isSchemaAdapter, formatIssues } from './kernel/schema.ts';
+
+// ── LLM service ──────────────────────────────────────────────────────────────────────────────
+export { failureOf } from './llm/errors.ts';
+export { CallControl, idleTimeoutError, abortedError } from './llm/adapter-kit.ts';
+export { AdapterRegistry, AdapterRegistration } from './llm/registry.ts';
+export { LlmService } from './llm/service.ts';
+export { callConfigEquals, pickCallConfig, markAgentLoopRequest, isAgentLoopRequest } from './llm/call-config.ts';
+
+// ── Agent loop ───────────────────────────────────────────────────────────────────────────────
+export { AgentSession, newSessionId, type AgentSessionOptions } from './agent/session.ts';
+export { ToolRegistry, DEFAULT_TOOL_TIMEOUT_MS, DEFAULT_MAX_OUTPUT_CHARS } from './agent/tools.ts';
+export { parseToolCall, runTool, errorOutcome, truncateHead, type ToolOutcome, type ParsedCall, type RunToolOptions } from './agent/closeout.ts';
+
+// ── Config ───────────────────────────────────────────────────────────────────────────────────
+export { loadConfig, resolveDataDir } from './harness.ts';
+
+// ── Journal store, paths, repair ─────────────────────────────────────────────────────────────
+export { assertLosslessJson, isLosslessJson } from './session/json.ts';
+export { isKnownEventType, CORE_EVENT_TYPES } from './session/registry.ts';
+export { initialState, reduceEvent, foldEventsAsync, Folder } from './session/fold.ts';
+export { resolveSessionPath, sessionsDir, journalPath, assertSessionId, isSessionId, dataDirOf } from './session/paths.ts';
+export { JOURNAL_FORMAT_VERSION, foldJournal } from './session/reader.ts';
+export { createJournal, openJournal, serializeEvent, type CreateJournalOptions, type OpenJournalOptions, type OpenedJournal, type JournalIoOptions } from './session/journal.ts';
+export { planRepair, needsRepair, unansweredToolCalls, type PlannedEvent, type RepairCause } from './session/repair.ts';
