@@ -1,9 +1,10 @@
 /**
- * Loopback HTTP fixture server: points the REAL `openai` and `@anthropic-ai/sdk`
- * clients at recorded provider bodies from `../shared/fixtures/provider-streams/`.
+ * Loopback HTTP provider server for tests: points the REAL `openai` and `@anthropic-ai/sdk` clients
+ * at recorded provider bodies (SSE), served byte for byte. `harness-runtime/testing` exports it, and
+ * Harness's own suite uses the same implementation.
  *
  * ```ts
- * const server = await startFixtureServer();
+ * const server = await startFixtureServer({ fixturesDir: 'test/fixtures' });   // where fixture paths resolve
  * const openai = new OpenAI({ baseURL: server.openaiBaseURL, apiKey: 'test', maxRetries: 0 });
  * const anthropic = new Anthropic({ baseURL: server.anthropicBaseURL, apiKey: 'test', maxRetries: 0 });
  *
@@ -12,35 +13,26 @@
  * server.enqueue({ fixture: 'openai-responses/reasoning-encrypted-content-summary-multistep.chunks.jsonl', part: 1 });
  * server.enqueue({ status: 429, headers: { 'retry-after': '7' }, json: providerErrorBody('openai', 429) });
  * server.enqueue({ fixture: 'openai-chat/text-with-include-usage.sse', closeAfterBytes: 500 });
+ * server.enqueue({ body: sseFrame({ type: 'ping' }, 'ping') });               // an inline body, no file
  * server.enqueue({ hang: true });                                             // headers, then silence
  * ...
  * server.requests[0].body.model;  // every request is recorded (method, path, headers, raw + parsed body)
  * await server.close();           // never hangs: open sockets are destroyed
  * ```
  *
- * Fixtures are read from `HARNESS_FIXTURES_DIR` or `<projectRoot>/../shared/fixtures`;
- * fixture paths are relative to its `provider-streams/` folder. Fixtures are never copied.
+ * Fixture paths are relative to the `fixturesDir` given (to the server, or as the last argument of
+ * the reader functions); absolute paths need none. A `.chunks.jsonl` file (one provider JSON chunk a
+ * line) is wrapped into SSE by the convention of its top folder (`openai-chat`, `deepseek`,
+ * `openai-compatible`: `data:` frames and `[DONE]`; `anthropic`, `openai-responses`: `event:` frames).
  */
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 // ---------------------------------------------------------------------------------------------
 // Fixture locations and readers
 // ---------------------------------------------------------------------------------------------
-
-/** Project root (this file lives in `<root>/test/support/`). */
-export const projectRoot: string = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-/** Shared fixtures root: `$HARNESS_FIXTURES_DIR`, else `<projectRoot>/../shared/fixtures`. */
-export const fixturesDir: string = process.env.HARNESS_FIXTURES_DIR
-  ? path.resolve(process.env.HARNESS_FIXTURES_DIR)
-  : path.resolve(projectRoot, '../shared/fixtures');
-
-/** `<fixturesDir>/provider-streams`: the recorded provider bodies (see SOURCES.md there). */
-export const providerStreamsDir: string = path.join(fixturesDir, 'provider-streams');
 
 /**
  * How a `.chunks.jsonl` line becomes an SSE frame.
@@ -49,26 +41,35 @@ export const providerStreamsDir: string = path.join(fixturesDir, 'provider-strea
  */
 export type WrapMode = 'chat' | 'event';
 
-/** Absolute path of a fixture given relative to `provider-streams/` (absolute paths pass through). */
-export function fixturePath(rel: string): string {
-  return path.resolve(providerStreamsDir, rel);
+/**
+ * Absolute path of a fixture: `rel` resolved from `fixturesDir` (absolute paths pass through).
+ * @throws Error when `rel` is relative and no `fixturesDir` is given.
+ */
+export function fixturePath(rel: string, fixturesDir?: string): string {
+  if (path.isAbsolute(rel)) return rel;
+  if (fixturesDir === undefined) throw new Error(`fixture-server: "${rel}" is a relative fixture path but no fixturesDir was given; pass fixturesDir (to startFixtureServer or this function) or an absolute path`);
+  return path.resolve(fixturesDir, rel);
 }
 
 /** The fixture file's text (UTF-8), exactly as stored. */
-export function readFixture(rel: string): string {
-  return readFileSync(fixturePath(rel), 'utf8');
+export function readFixture(rel: string, fixturesDir?: string): string {
+  return readFileSync(fixturePath(rel, fixturesDir), 'utf8');
 }
 
 /** Wrap mode implied by a fixture's top folder; throws for folders with no known convention. */
-export function inferWrapMode(rel: string): WrapMode {
-  const top = path.relative(providerStreamsDir, fixturePath(rel)).split(path.sep)[0];
-  if (top === 'openai-chat' || top === 'deepseek' || top === 'openai-compatible') return 'chat';
-  if (top === 'anthropic' || top === 'openai-responses') return 'event';
+export function inferWrapMode(rel: string, fixturesDir?: string): WrapMode {
+  const relative = fixturesDir === undefined ? rel : path.relative(fixturesDir, fixturePath(rel, fixturesDir));
+  const parts = relative.split(/[\\/]/);
+  const known = (top: string | undefined): WrapMode | undefined =>
+    top === 'openai-chat' || top === 'deepseek' || top === 'openai-compatible' ? 'chat' : top === 'anthropic' || top === 'openai-responses' ? 'event' : undefined;
+  // The top folder under fixturesDir; for an absolute path, the nearest folder with a known name.
+  const mode = fixturesDir === undefined && path.isAbsolute(rel) ? parts.slice(0, -1).reverse().map(known).find((m) => m !== undefined) : known(parts[0]);
+  if (mode) return mode;
   throw new Error(`fixture-server: cannot infer wrap mode for "${rel}"; pass wrap: 'chat' | 'event'`);
 }
 
-function chunkLines(rel: string): string[] {
-  return readFixture(rel)
+function chunkLines(rel: string, fixturesDir?: string): string[] {
+  return readFixture(rel, fixturesDir)
     .split(/\r?\n/)
     .filter((line) => line.trim() !== '');
 }
@@ -88,9 +89,9 @@ function wrapLines(lines: string[], wrap: WrapMode): string {
  * The fixture as an SSE body: `.sse` files verbatim; `.chunks.jsonl` files wrapped per `wrap`
  * (default: inferred from the folder). Other files are returned verbatim.
  */
-export function fixtureToSse(rel: string, wrap?: WrapMode): string {
-  if (!rel.endsWith('.chunks.jsonl')) return readFixture(rel);
-  return wrapLines(chunkLines(rel), wrap ?? inferWrapMode(rel));
+export function fixtureToSse(rel: string, wrap?: WrapMode, fixturesDir?: string): string {
+  if (!rel.endsWith('.chunks.jsonl')) return readFixture(rel, fixturesDir);
+  return wrapLines(chunkLines(rel, fixturesDir), wrap ?? inferWrapMode(rel, fixturesDir));
 }
 
 /**
@@ -98,9 +99,9 @@ export function fixtureToSse(rel: string, wrap?: WrapMode): string {
  * `openai-responses/reasoning-encrypted-content-summary-multistep.chunks.jsonl`, 4 responses)
  * at each `response.created` line and returns one event-wrapped SSE body per response.
  */
-export function splitResponsesBodies(rel: string, wrap: WrapMode = 'event'): string[] {
+export function splitResponsesBodies(rel: string, wrap: WrapMode = 'event', fixturesDir?: string): string[] {
   const groups: string[][] = [];
-  for (const line of chunkLines(rel)) {
+  for (const line of chunkLines(rel, fixturesDir)) {
     const type = (JSON.parse(line) as { type?: unknown }).type;
     if (type === 'response.created' || groups.length === 0) groups.push([]);
     groups[groups.length - 1]!.push(line);
@@ -348,7 +349,7 @@ export interface FixtureResponse {
   json?: unknown;
   /** Body served byte for byte. Content-type `text/event-stream` (or JSON when status >= 400 and it parses). */
   body?: string | Uint8Array;
-  /** Fixture path relative to `provider-streams/`; `.chunks.jsonl` is wrapped into SSE. */
+  /** Fixture path (relative to the server's `fixturesDir`, or absolute); `.chunks.jsonl` is wrapped into SSE. */
   fixture?: string;
   /** Wrap mode for `.chunks.jsonl`; inferred from the folder when omitted. */
   wrap?: WrapMode;
@@ -384,6 +385,8 @@ export interface RecordedRequest {
 }
 
 export interface FixtureServerOptions {
+  /** Folder that relative fixture paths (`enqueue('openai-chat/x.sse')`) resolve from. */
+  fixturesDir?: string;
   /** Port to bind on 127.0.0.1; default 0 (ephemeral). */
   port?: number;
   /** Served when the queue is empty (default: a 500 "fixture server: no response queued"). */
@@ -429,7 +432,7 @@ function looksLikeJson(buf: Buffer): boolean {
 }
 
 /** Resolves a response spec eagerly (so a missing fixture throws in the test, not in the server). */
-function prepare(spec: FixtureResponse | string): PreparedResponse {
+function prepare(spec: FixtureResponse | string, fixturesDir: string | undefined): PreparedResponse {
   const r: FixtureResponse = typeof spec === 'string' ? { fixture: spec } : spec;
   const status = r.status ?? 200;
   let body: Buffer | null = null;
@@ -441,14 +444,14 @@ function prepare(spec: FixtureResponse | string): PreparedResponse {
     body = typeof r.body === 'string' ? Buffer.from(r.body, 'utf8') : Buffer.from(r.body);
   } else if (r.fixture !== undefined) {
     if (r.part !== undefined) {
-      const parts = splitResponsesBodies(r.fixture, r.wrap ?? inferWrapMode(r.fixture));
+      const parts = splitResponsesBodies(r.fixture, r.wrap ?? inferWrapMode(r.fixture, fixturesDir), fixturesDir);
       const picked = parts[r.part];
       if (picked === undefined) throw new Error(`fixture-server: ${r.fixture} has ${parts.length} parts, no part ${r.part}`);
       body = Buffer.from(picked, 'utf8');
     } else if (r.fixture.endsWith('.chunks.jsonl')) {
-      body = Buffer.from(fixtureToSse(r.fixture, r.wrap), 'utf8');
+      body = Buffer.from(fixtureToSse(r.fixture, r.wrap, fixturesDir), 'utf8');
     } else {
-      body = readFileSync(fixturePath(r.fixture));
+      body = readFileSync(fixturePath(r.fixture, fixturesDir));
     }
   }
   if (body && r.repeat !== undefined && r.repeat !== 1) body = Buffer.from(repeatSseFrames(body, r.repeat), 'utf8');
@@ -486,7 +489,8 @@ function noResponseQueued(method: string, url: string): PreparedResponse {
 /** Starts the fixture server on 127.0.0.1 (port 0 by default). See the module docstring. */
 export async function startFixtureServer(options: FixtureServerOptions = {}): Promise<FixtureServer> {
   const queue: PreparedResponse[] = [];
-  let fallback: PreparedResponse | undefined = options.defaultResponse ? prepare(options.defaultResponse) : undefined;
+  const { fixturesDir } = options;
+  let fallback: PreparedResponse | undefined = options.defaultResponse ? prepare(options.defaultResponse, fixturesDir) : undefined;
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   const wakers = new Set<() => void>();
@@ -597,10 +601,10 @@ export async function startFixtureServer(options: FixtureServerOptions = {}): Pr
     port,
     requests,
     enqueue(...responses) {
-      for (const r of responses) queue.push(prepare(r));
+      for (const r of responses) queue.push(prepare(r, fixturesDir));
     },
     setDefault(response) {
-      fallback = response === undefined ? undefined : prepare(response);
+      fallback = response === undefined ? undefined : prepare(response, fixturesDir);
     },
     get pending() {
       return queue.length;

@@ -16,7 +16,8 @@ import { defaultScript } from './default-script.ts';
 import { compileJsonScript, jsonScriptSchema, type ScriptFunction } from './script.ts';
 
 export { ScriptedAdapter } from './adapter.ts';
-export type { ScriptContext, ScriptFunction, ScriptReply, JsonScript } from './script.ts';
+export { compileJsonScript, jsonScriptSchema } from './script.ts';
+export type { ScriptContext, ScriptFunction, ScriptReply, ScriptToolCall, JsonScript } from './script.ts';
 
 export default definePlugin({
   name: 'llm-scripted',
