@@ -8,8 +8,16 @@
  * the close-out stops its tools (their process groups included) and the turn is journaled `aborted`
  * — and the command winds down and closes its journal; the process then exits with the stop's code:
  * 128 + the signal's number (143 for SIGTERM, 129 for SIGHUP), or 0 for a closed pipe (output nobody
- * reads is not an error). With no handler registered the process exits at once. A second signal,
- * or a wind-down that takes longer than {@link STOP_GRACE_MS}, exits at once.
+ * reads is not an error). With no handler registered the process exits as soon as its output is
+ * flushed (at most {@link STOP_FLUSH_MS}). A second signal exits after at most
+ * {@link SECOND_STOP_FLUSH_MS} of flushing; a wind-down that takes longer than {@link STOP_GRACE_MS}
+ * exits at once.
+ *
+ * Output: writes to a pipe are asynchronous in Node, so `process.exit()` right after a command would
+ * drop whatever a slow reader has not taken yet (`harness replay --json | (sleep 1; jq …)`). Every
+ * exit goes through {@link exitAfterFlush}: it waits until stdout and stderr have handed everything
+ * to the OS — unbounded after a command that ended by itself (like `cat`, the writer waits for its
+ * reader), bounded after a stop request so a reader that never reads cannot hold the process.
  *
  * After EPIPE the stream's writes are dropped silently, so nothing else fails on it.
  */
@@ -28,9 +36,17 @@ export interface StopRequest {
 /** Longest wind-down before the process exits anyway (the close-out's SIGTERM→SIGKILL grace is 2 s). */
 export const STOP_GRACE_MS = 10_000;
 
+/** Longest wait for a reader to take the queued output after a stop request (SIGTERM, SIGHUP, EPIPE). */
+export const STOP_FLUSH_MS = 2_000;
+
+/** Longest wait for the queued output after a second stop request (a second signal, a second Ctrl-C). */
+export const SECOND_STOP_FLUSH_MS = 250;
+
 const handlers = new Set<(request: StopRequest) => void>();
 let requested: StopRequest | undefined;
 let installed = false;
+/** The streams {@link exitAfterFlush} flushes (those of the installed Io). */
+let streams: readonly NodeJS.WriteStream[] = [process.stdout, process.stderr];
 const silenced = new WeakSet<NodeJS.WriteStream>();
 
 /** The stop that was requested, if one was. */
@@ -54,13 +70,13 @@ export function onStop(handler: (request: StopRequest) => void): () => void {
 /** Asks the running command to stop (see the module doc). */
 export function requestStop(request: StopRequest): void {
   if (requested !== undefined) {
-    // A second request: no more waiting.
-    if (request.cause !== 'EPIPE') process.exit(requested.exitCode);
+    // A second request: no more waiting for the command, a short one for the output.
+    if (request.cause !== 'EPIPE') void exitAfterFlush(requested.exitCode, SECOND_STOP_FLUSH_MS);
     return;
   }
   requested = request;
   if (handlers.size === 0) {
-    process.exit(request.exitCode);
+    void exitAfterFlush(request.exitCode, STOP_FLUSH_MS);
     return;
   }
   setTimeout(() => process.exit(request.exitCode), STOP_GRACE_MS).unref();
@@ -72,6 +88,44 @@ export function requestStop(request: StopRequest): void {
     }
   }
 }
+
+/**
+ * Resolves once everything written to `stream` so far has been handed to the OS (the callback of a
+ * last, empty write: write callbacks run in order), or once the stream failed or closed.
+ */
+export function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((done) => {
+    if (stream.destroyed || stream.writableEnded || stream.writableLength === 0) return done();
+    const finish = () => {
+      stream.off('error', finish);
+      stream.off('close', finish);
+      done();
+    };
+    stream.once('error', finish);
+    stream.once('close', finish);
+    try {
+      stream.write('', finish);
+    } catch {
+      finish();
+    }
+  });
+}
+
+/**
+ * Exits once stdout and stderr are flushed ({@link flushed}), or after `boundMs` when given (a stop:
+ * a reader that never reads must not hold the process). The code of the latest call wins (a signal
+ * while the output drains exits 128 + n); it is set as `process.exitCode` at once, so whatever else
+ * ends the process meanwhile ends it with that code.
+ */
+export async function exitAfterFlush(code: number, boundMs?: number): Promise<never> {
+  process.exitCode = exitCode = code;
+  let timer: NodeJS.Timeout | undefined;
+  const bound = boundMs === undefined ? new Promise<void>(() => undefined) : new Promise<void>((done) => (timer = setTimeout(done, boundMs)));
+  await Promise.race([Promise.all(streams.map(flushed)), bound]);
+  clearTimeout(timer);
+  process.exit(exitCode);
+}
+let exitCode = 0;
 
 /** Drops every later write to `stream` (its reader is gone). */
 function silence(stream: NodeJS.WriteStream): void {
@@ -94,6 +148,7 @@ export function isSilenced(stream: NodeJS.WriteStream): boolean {
 export function installProcessHandlers(io: Io): void {
   if (installed) return;
   installed = true;
+  streams = [io.out, io.err];
   for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
     process.on(signal, () => requestStop({ cause: signal, exitCode: 128 + (constants.signals[signal] ?? 0), label: signal }));
   }

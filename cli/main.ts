@@ -15,9 +15,9 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { HarnessError } from '../runtime/index.ts';
-import { cliVersion, configSource, processIo, selfCommand, writeAll, type Io } from './env.ts';
+import { cliVersion, configSource, processIo, selfCommand, type Io } from './env.ts';
 import { printable } from './format.ts';
-import { installProcessHandlers, stopRequested } from './lifecycle.ts';
+import { exitAfterFlush, installProcessHandlers, STOP_FLUSH_MS, stopRequested } from './lifecycle.ts';
 import type { GlobalOptions } from './setup.ts';
 import { errorLocation, hintFor, openedDataDir, POLICIES, withConfigPath } from './setup.ts';
 
@@ -192,14 +192,14 @@ export async function reportError(error: unknown, io: Io, globals: GlobalOptions
 }
 
 /**
- * Entry point of bin/harness.js: runs, flushes, exits with the command's code — or with the stop's
- * code when SIGTERM, SIGHUP or a closed output pipe ended the command (see lifecycle.ts).
+ * Entry point of bin/harness.js: runs, then exits with the command's code once its output has
+ * reached the reader, however slow (a pipe) — or, when SIGTERM, SIGHUP or a closed output pipe ended
+ * the command, with the stop's code after a bounded flush (see lifecycle.ts).
  */
 export async function runCli(argv: readonly string[]): Promise<never> {
   const io = processIo();
   installProcessHandlers(io);
   const code = await main(argv, io);
-  await writeAll(io.out, '');
-  await writeAll(io.err, '');
-  process.exit(stopRequested()?.exitCode ?? code);
+  const stop = stopRequested();
+  return exitAfterFlush(stop?.exitCode ?? code, stop ? STOP_FLUSH_MS : undefined);
 }

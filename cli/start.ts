@@ -8,7 +8,7 @@ import { cpSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { projectRoot, processIo } from './env.ts';
-import { installProcessHandlers, stopRequested } from './lifecycle.ts';
+import { exitAfterFlush, installProcessHandlers, STOP_FLUSH_MS, stopRequested } from './lifecycle.ts';
 import { main } from './main.ts';
 
 const io = processIo();
@@ -18,4 +18,5 @@ cpSync(resolve(projectRoot, 'cookbook/demo-workspace'), workspace, { recursive: 
 io.out.write(`${io.c.dim(`demo workspace: ${workspace} (a copy of cookbook/demo-workspace)`)}\n${io.c.bold('$ harness run "What is in this workspace?"')}\n\n`);
 const code = await main(['run', 'What is in this workspace?', '--cwd', workspace, '--approve', 'read-only', ...process.argv.slice(2)], io);
 if (code === 0) io.out.write(`\n${io.c.dim('Next: replay that journal (above), list sessions with `node bin/harness.js sessions`, or chat with `node bin/harness.js chat`.')}\n`);
-process.exit(stopRequested()?.exitCode ?? code);
+const stop = stopRequested();
+await exitAfterFlush(stop?.exitCode ?? code, stop ? STOP_FLUSH_MS : undefined);

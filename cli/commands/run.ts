@@ -13,7 +13,7 @@ import { HarnessError, readJournalHeader, type AgentSession, type ApprovalReques
 import { askInTerminal, type Ask, type AskAnswer } from '../approval.ts';
 import { shellQuote, type Io } from '../env.ts';
 import { printable } from '../format.ts';
-import { onStop, type StopRequest } from '../lifecycle.ts';
+import { exitAfterFlush, onStop, SECOND_STOP_FLUSH_MS, type StopRequest } from '../lifecycle.ts';
 import { LiveRenderer } from '../render.ts';
 import { checkWorkspace, makeApprover, openHarness, resolveCall, selfWithGlobals, sessionArgument, sessionHints, sessionPath, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
 import { UsageTally } from '../usage.ts';
@@ -83,7 +83,7 @@ async function runTurn(harness: Harness, prompt: string, options: TurnOptions, g
         controller.abort(new HarnessError('ABORTED', 'The turn was cancelled (Ctrl-C).'));
       } else {
         renderer.finish();
-        process.exit(130);
+        void exitAfterFlush(130, SECOND_STOP_FLUSH_MS);
       }
     };
     process.on('SIGINT', onSigint);
