@@ -70,7 +70,7 @@ export interface Harness {
    * Starts a new session (a new journal in `<dataDir>/sessions/`).
    * @throws HarnessError `WORKSPACE_NOT_FOUND` (cwd is not a directory), `JOURNAL_EXISTS` (an id already used), `INVALID_SESSION_ID`.
    */
-  createSession(options?: SessionOptions & { id?: string }): Promise<AgentSession>;
+  createSession(options?: SessionOptions & { id?: string; parent?: { sessionId: string; seq: number } }): Promise<AgentSession>;
   /**
    * Resumes a session by id or journal path: opens it for writing (repairing what a crash left)
    * and returns a session whose next run continues it.
@@ -87,6 +87,10 @@ export interface SessionOptions {
   readonly cwd?: string;
   /** Steps per turn (default 100). */
   readonly maxSteps?: number;
+  /** Mints the ids of the messages the loop makes (default `crypto.randomUUID`). */
+  readonly newId?: () => string;
+  /** The journal's clock for `atMs` (default `Date.now`). With `newId`, a re-run writes the same journal twice. */
+  readonly now?: () => number;
 }
 
 export interface CreateHarnessOptions {
@@ -133,6 +137,7 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
       cwd,
       ...(config.retry ? { retryPolicy: config.retry } : {}),
       ...(options.maxSteps ? { maxSteps: options.maxSteps } : {}),
+      ...(options.newId ? { newId: options.newId } : {}),
       onClose: () => sessions.delete(session),
     });
     sessions.add(session);
@@ -149,12 +154,12 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
     dataDir,
     async createSession(options = {}) {
       const cwd = requireWorkspace(resolve(options.cwd ?? process.cwd()));
-      const journal = await createJournal({ dataDir, cwd, bus: kernel.bus, ...(options.id ? { id: options.id } : {}) });
+      const journal = await createJournal({ dataDir, cwd, bus: kernel.bus, ...(options.id ? { id: options.id } : {}), ...(options.now ? { now: options.now } : {}), ...(options.parent ? { parent: options.parent } : {}) });
       return makeSession(journal, cwd, options);
     },
     async openSession(idOrPath, options = {}) {
       const cwd = options.cwd === undefined ? undefined : requireWorkspace(resolve(options.cwd));
-      const { journal, repairs } = await openJournal(idOrPath, { dataDir, bus: kernel.bus });
+      const { journal, repairs } = await openJournal(idOrPath, { dataDir, bus: kernel.bus, ...(options.now ? { now: options.now } : {}) });
       let workspace: string;
       try {
         workspace = cwd ?? requireWorkspace(resolve(journal.header.cwd ?? process.cwd()));

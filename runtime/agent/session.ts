@@ -16,7 +16,8 @@ import { callConfigEquals, markAgentLoopRequest, type RetryPolicyConfig } from '
 import { failureOf, llmFailure } from '../llm/errors.ts';
 import { createAssistantMessage, createToolResultMessage, createUserMessage } from '../llm/message.ts';
 import type { LlmService, PreparedCall } from '../llm/service.ts';
-import type { LlmCallConfig, LlmFailure, Message, ToolCallBlock, ToolSpec, UserMessage } from '../llm/types.ts';
+import { OBSERVE_REQUEST, type GenerateOptions, type LlmCallConfig, type LlmFailure, type Message, type ToolCallBlock, type ToolSpec, type UserMessage } from '../llm/types.ts';
+import { RequestRecorder } from '../session/snapshot.ts';
 import type { AnySessionEvent, RequestHeader, SessionEvent, SessionEventMap, SessionEventType, TurnEndReason } from '../session/events.ts';
 import type { AppendOptions, SessionJournal, SessionState } from '../session/types.ts';
 import { errorOutcome, parseToolCall, runTool, type ToolOutcome } from './closeout.ts';
@@ -37,6 +38,8 @@ export interface AgentSessionOptions {
   readonly maxSteps?: number;
   /** Called once the session is closed. */
   readonly onClose?: () => void;
+  /** Mints the ids of the messages the loop makes (default `crypto.randomUUID`; a cassette re-run counts, so re-runs are equal). */
+  readonly newId?: () => string;
 }
 
 /** Input of a run: a prompt, a message, or several. */
@@ -50,6 +53,8 @@ export class AgentSession {
   private readonly handle: SessionHandle;
   private readonly resumed: boolean;
   private headerWritten = false;
+  /** Journals each call's model-visible request (`request/snapshot`). */
+  private readonly recorder = new RequestRecorder();
   private running = false;
   private channel: EventChannel<AnySessionEvent> | null = null;
 
@@ -142,7 +147,7 @@ export class AgentSession {
     await this.append('turn/start', { turn });
     let end: StepEnd;
     try {
-      for (const message of toMessages(input)) await this.append('user/message', { turn, message });
+      for (const message of toMessages(input, this.options.newId)) await this.append('user/message', { turn, message });
       end = await this.runSteps(turn, options);
     } catch (error) {
       end = { reason: 'error', failure: internalFailure(error) };
@@ -240,11 +245,15 @@ export class AgentSession {
       signal,
       sessionId: this.id,
       purpose: 'agent',
+      // What the adapter receives (after the llm/stream middleware) is journaled before its first chunk.
+      [OBSERVE_REQUEST]: (sent: GenerateOptions) => void observed.push(sent),
     });
+    const observed: GenerateOptions[] = [];
     const assembler = new BlockAssembler();
     const journal = this.journal;
     const channel = this.channel;
     for await (const chunk of prepared.stream(request)) {
+      for (const sent of observed.splice(0)) await this.append('request/snapshot', this.recorder.snapshot(turn, step, sent, journal.state.messages), { ignorable: true });
       assembler.push(chunk);
       const appended = journal.append('assistant/chunk', { turn, step, chunk });
       channel?.push((appended instanceof Promise ? await appended : appended) as AnySessionEvent);
@@ -254,7 +263,7 @@ export class AgentSession {
     if (result.finish.kind === 'aborted') {
       const kept = assembler.interruptedBlocks();
       if (kept.length > 0) {
-        const message = createAssistantMessage({ content: kept, provider, model });
+        const message = createAssistantMessage({ ...this.idOption(), content: kept, provider, model });
         await this.append('assistant/message', { turn, step, message, finish: result.finish, interrupted: true, ...(result.usage ? { usage: result.usage } : {}) });
       }
       return { kind: 'aborted', failure: result.finish.failure };
@@ -263,7 +272,7 @@ export class AgentSession {
     if (result.content.length === 0 && result.finish.kind === 'stop') {
       return { kind: 'failed', failure: llmFailure('EMPTY_RESPONSE', `Provider "${provider}" (model ${model}) ended its reply without any content.`) };
     }
-    const message = createAssistantMessage({ content: result.content, provider, model, ...(result.replayState ? { replayState: result.replayState } : {}) });
+    const message = createAssistantMessage({ ...this.idOption(), content: result.content, provider, model, ...(result.replayState ? { replayState: result.replayState } : {}) });
     const data = { turn, step, message, finish: result.finish, ...(result.usage ? { usage: result.usage } : {}) };
     await this.append('assistant/message', data);
     return { kind: 'ok', message: data };
@@ -329,7 +338,7 @@ export class AgentSession {
     for (let i = 0; i < calls.length; i++) {
       const outcome = await outcomes[i]!;
       const call = calls[i]!;
-      const message = createToolResultMessage({ callId: call.id, content: outcome.content, isError: outcome.isError });
+      const message = createToolResultMessage({ ...this.idOption(), callId: call.id, content: outcome.content, isError: outcome.isError });
       await this.append('tool/result', { turn, step, callId: call.id, message, durationMs: outcome.durationMs, ...(outcome.code ? { code: outcome.code } : {}) });
     }
   }
@@ -365,9 +374,13 @@ export class AgentSession {
     for (const pending of this.journal.state.pendingToolCalls) {
       if (pending.turn !== turn || pending.step !== step) continue;
       const code = signal.aborted ? 'ABORTED' : 'TOOL_NOT_RUN';
-      const message = createToolResultMessage({ callId: pending.callId, content: signal.aborted ? 'The turn was aborted; this tool call did not complete.' : 'This tool call did not run.', isError: true });
+      const message = createToolResultMessage({ ...this.idOption(), callId: pending.callId, content: signal.aborted ? 'The turn was aborted; this tool call did not complete.' : 'This tool call did not run.', isError: true });
       await this.append('tool/result', { turn, step, callId: pending.callId, message, code });
     }
+  }
+
+  private idOption(): { id?: string } {
+    return this.options.newId === undefined ? {} : { id: this.options.newId() };
   }
 
   private baseConfig(options: RunOptions): LlmCallConfig {
@@ -412,8 +425,8 @@ async function decide(approve: RunOptions['approve'], request: ApprovalRequest):
   return { decision: 'deny', decidedBy: 'approver-invalid', reason: `the approver answered ${JSON.stringify(answer)}, not 'allow' or 'deny'` };
 }
 
-function toMessages(input: RunInput): readonly UserMessage[] {
-  if (typeof input === 'string') return [createUserMessage(input)];
+function toMessages(input: RunInput, newId: (() => string) | undefined): readonly UserMessage[] {
+  if (typeof input === 'string') return [createUserMessage(input, newId === undefined ? {} : { id: newId() })];
   if (Array.isArray(input)) return input as readonly UserMessage[];
   return [input as UserMessage];
 }

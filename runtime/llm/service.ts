@@ -10,7 +10,15 @@ import type { AdapterDefaults, LlmAdapter, ReplayDegradeReport } from './adapter
 import { callConfigEquals, isAgentLoopRequest, markAgentLoopRequest, pickCallConfig, resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicyConfig } from './call-config.ts';
 import { LlmError, failureOf, llmFailure } from './errors.ts';
 import { AdapterRegistry, type AdapterRegistration, type AdapterRegistrationHandle, type AdaptersUpdatedEvent, type RouteInfo } from './registry.ts';
-import type { AssistantMessage, GenerateOptions, LlmCallConfig, Message, ModelInfo, ProviderInfo, ReplayEnvelope, StreamChunk } from './types.ts';
+import { OBSERVE_REQUEST, type AssistantMessage, type GenerateOptions, type LlmCallConfig, type Message, type ModelInfo, type ProviderInfo, type ReplayEnvelope, type StreamChunk } from './types.ts';
+
+/**
+ * Serves the streams of every route in place of its adapter (see {@link LlmService.replaceModel}):
+ * `route` is the adapter the call was routed to.
+ */
+export interface ModelStandIn {
+  stream(request: GenerateOptions, route: { readonly provider: string; readonly adapter: LlmAdapter; readonly kind: string }): AsyncIterable<StreamChunk>;
+}
 
 declare module '../kernel/bus.ts' {
   interface HookMap {
@@ -76,6 +84,7 @@ export class LlmService {
   readonly registry: AdapterRegistry;
   private readonly bus: HookBus;
   private readonly degraded = new WeakMap<Message, Set<string>>();
+  private standIn: ModelStandIn | undefined;
 
   constructor(kernel: Kernel, options: { drainTimeoutMs?: number } = {}) {
     this.bus = kernel.bus;
@@ -106,7 +115,7 @@ export class LlmService {
     const adapter = registration.adapter;
     const provider = input.provider;
     const model = await this.resolveModel(adapter, provider, input.model);
-    await adapter.preflight?.(provider, model);
+    if (this.standIn === undefined) await adapter.preflight?.(provider, model);
     const defaults = deepFreeze({ ...(adapter.defaults?.(provider) ?? {}) });
     // A provider-wide default effort applies only to models that accept it; an explicit one is checked below.
     const defaultEffort = defaults.reasoningEffort !== undefined && model.reasoningEfforts?.includes(defaults.reasoningEffort) ? defaults.reasoningEffort : undefined;
@@ -145,6 +154,21 @@ export class LlmService {
     });
   }
 
+  /**
+   * Replaces the model and nothing else (a cassette re-run): every adapter stream is served by
+   * `standIn` at the innermost position, after every `llm/stream` middleware and the replay
+   * discipline. Routes, model lookup, defaults, retry policies and replay formats stay the
+   * registered adapters'; `preflight` is skipped (no key is needed). Returns the undo.
+   * @throws HarnessError `MODEL_REPLACED` when a stand-in is already installed.
+   */
+  replaceModel(standIn: ModelStandIn): () => void {
+    if (this.standIn !== undefined) throw new LlmError('MODEL_REPLACED', 'The model of this harness is already replaced by a stand-in; undo that first.');
+    this.standIn = standIn;
+    return () => {
+      if (this.standIn === standIn) this.standIn = undefined;
+    };
+  }
+
   /** Dispatches `llm/stream`; the route is chosen at the innermost step (after middleware). */
   stream(options: GenerateOptions): AsyncIterable<StreamChunk> {
     return this.dispatch(options, undefined);
@@ -170,7 +194,17 @@ export class LlmService {
     const registration = binding !== undefined && binding.provider === options.provider ? binding.registration : this.requireRoute(options.provider);
     if (signal?.aborted) throw signal.reason ?? new LlmError('ABORTED', 'The request was aborted before it started.');
     const request = this.applyReplayDiscipline(options, registration);
+    const observe = request[OBSERVE_REQUEST];
+    if (observe !== undefined) {
+      try {
+        observe(request);
+      } catch (error) {
+        this.bus.report({ level: 'error', code: 'OBSERVER_FAILED', source: 'llm', message: `A request observer threw: ${String(error)}`, error });
+      }
+    }
     entered(registration.enter());
+    const standIn = this.standIn;
+    if (standIn !== undefined) return standIn.stream(request, { provider: options.provider, adapter: registration.adapter, kind: registration.kind })[Symbol.asyncIterator]();
     return registration.adapter.stream(request)[Symbol.asyncIterator]();
   }
 

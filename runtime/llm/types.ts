@@ -219,8 +219,18 @@ export interface LlmCallConfig {
   readonly stop?: readonly string[];
 }
 
+/**
+ * A request may carry an observer under this key: the seam calls it, synchronously and before the
+ * adapter is called, with the exact request the adapter receives (after every `llm/stream`
+ * middleware and the replay discipline). The agent loop journals that request (`request/snapshot`).
+ * An object spread keeps it; adapters ignore it.
+ */
+export const OBSERVE_REQUEST: unique symbol = Symbol.for('harness.observeRequest');
+
 /** One complete request (seed 002 14.3). */
 export interface GenerateOptions extends LlmCallConfig {
+  /** See {@link OBSERVE_REQUEST}. */
+  readonly [OBSERVE_REQUEST]?: (request: GenerateOptions) => void;
   readonly messages: readonly Message[];
   readonly system?: string;
   readonly tools?: readonly ToolSpec[];

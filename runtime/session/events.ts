@@ -18,6 +18,7 @@ import type {
   ToolSpec,
   UserMessage,
 } from '../llm/types.ts';
+import type { RequestSnapshot } from './snapshot.ts';
 
 /** Why a turn ended. */
 export type TurnEndReason = 'completed' | 'aborted' | 'error' | 'max-tokens' | 'interrupted';
@@ -53,6 +54,12 @@ export interface SessionEventMap extends Harness.SessionEventMap {
   /** A message entering the surface from the user or a plugin. */
   'user/message': { readonly turn?: number; readonly message: UserMessage };
   'request/header': { readonly header: RequestHeader; readonly reason: 'initial' | 'resume' | 'change' };
+  /**
+   * The model-visible request of one call, as the adapter received it (after every `llm/stream`
+   * middleware), as a delta against the previous snapshot; written just before the call's first
+   * chunk. Ignorable (journals without it still read and replay). See `snapshot.ts`.
+   */
+  'request/snapshot': RequestSnapshot;
   /** One raw stream chunk; the finish chunk keeps the full replay envelope. */
   'assistant/chunk': { readonly turn: number; readonly step: number; readonly chunk: StreamChunk };
   /**

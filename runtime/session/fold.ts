@@ -154,7 +154,7 @@ function reducerFor(event: AnySessionEvent): EventReducer | null {
   const type = event.type as string;
   const core = CORE_REDUCERS[type];
   if (core !== undefined) return core;
-  if (type === 'assistant/chunk' || type === 'tool/output' || type === 'llm/retry') return null;
+  if (type === 'assistant/chunk' || type === 'tool/output' || type === 'llm/retry' || type === 'request/snapshot') return null;
   const registration = eventTypeRegistration(type);
   if (registration !== undefined) return registration.reduce ?? null;
   if (event.ignorable === true) return null;
@@ -171,7 +171,7 @@ function reducerFor(event: AnySessionEvent): EventReducer | null {
  */
 export function reduceEvent(state: SessionState, event: AnySessionEvent): SessionState {
   const type = event.type;
-  if (type === 'assistant/chunk' || type === 'tool/output' || type === 'llm/retry') return state;
+  if (type === 'assistant/chunk' || type === 'tool/output' || type === 'llm/retry' || type === 'request/snapshot') return state;
   const reducer = reducerFor(event);
   if (reducer === null) return state;
   const surface = new CopyingSurface(state.messages);
@@ -221,7 +221,7 @@ export class Folder implements Surface {
   /** Applies one event. @throws like {@link reduceEvent}. */
   apply(event: AnySessionEvent): void {
     const type = event.type;
-    if (type === 'assistant/chunk' || type === 'tool/output' || type === 'llm/retry') return;
+    if (type === 'assistant/chunk' || type === 'tool/output' || type === 'llm/retry' || type === 'request/snapshot') return;
     const reducer = reducerFor(event);
     if (reducer === null) return;
     // A plugin reducer may read or change `draft.messages`: commit the working surface first, so

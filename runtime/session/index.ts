@@ -23,4 +23,22 @@ export {
 export { createJournal, openJournal, serializeEvent, type CreateJournalOptions, type OpenJournalOptions, type OpenedJournal, type JournalIoOptions } from './journal.ts';
 export { planRepair, needsRepair, unansweredToolCalls, type PlannedEvent, type RepairCause } from './repair.ts';
 export { forkSession, listSessions, recordedCalls, type ForkOptions, type SessionSummary, type RecordedCall } from './replay.ts';
+export {
+  canonicalRequest,
+  canonicalMessage,
+  canonicalJson,
+  canonicalHash,
+  requestHash,
+  firstDifference,
+  showValue,
+  ABSENT,
+  RequestRecorder,
+  SnapshotReader,
+  type CanonicalRequest,
+  type CanonicalMessage,
+  type RecordedRequest,
+  type RequestSnapshot,
+  type SnapshotMessage,
+  type Difference,
+} from './snapshot.ts';
 export { importDshSession, writeImportedSession, type DshImport, type AssemblerMismatch, type WriteImportedOptions } from './import-dsh.ts';

@@ -54,6 +54,7 @@ export const CORE_EVENT_TYPES: ReadonlySet<string> = new Set([
   'step/end',
   'user/message',
   'request/header',
+  'request/snapshot',
   'assistant/chunk',
   'assistant/message',
   'tool/call',
@@ -70,7 +71,7 @@ export const CORE_EVENT_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 /** Core types written `ignorable` by default (a reader may skip them). */
-const CORE_IGNORABLE: ReadonlySet<string> = new Set(['tool/output']);
+const CORE_IGNORABLE: ReadonlySet<string> = new Set(['tool/output', 'request/snapshot']);
 
 const registered = new Map<string, Registration>();
 

@@ -15,6 +15,7 @@ import { scanLines } from './lines.ts';
 import { assertSessionId, journalPath, resolveSessionPath, sessionsDir } from './paths.ts';
 import { assertForkComplete, parseEventLine, parseHeaderLine, readJournalHeader, scanJournal } from './reader.ts';
 import { planRepair } from './repair.ts';
+import { SnapshotReader, type RecordedRequest } from './snapshot.ts';
 import type { SessionState } from './types.ts';
 
 export interface ForkOptions extends JournalIoOptions {
@@ -235,6 +236,8 @@ export interface RecordedCall {
   readonly lastSeq: number;
   /** The request header in force when the call was made. */
   readonly header?: RequestHeader;
+  /** The model-visible request, rebuilt from its `request/snapshot` (absent in journals written before snapshots). */
+  readonly request?: RecordedRequest;
   /** Surface length (the message count of the request) when the call was made. */
   readonly messageCount: number;
   /** The state just before the call's first chunk (its surface is the request's history). */
@@ -257,8 +260,15 @@ export function recordedCalls(events: Iterable<AnySessionEvent>, init?: SessionS
   let state = init ?? initialState('');
   let current: (typeof calls)[number] | undefined;
   const perStep = new Map<string, number>();
+  const snapshots = new SnapshotReader();
+  let request: RecordedRequest | undefined;
   for (const event of events) {
     const type = event.type;
+    const rebuilt = snapshots.push(event);
+    if (rebuilt !== undefined) {
+      request = rebuilt;
+      continue;
+    }
     if (type === 'assistant/chunk') {
       const { turn, step, chunk } = (event as SessionEvent<'assistant/chunk'>).data;
       if (current === undefined || current.finish !== undefined || current.turn !== turn || current.step !== step) {
@@ -274,10 +284,12 @@ export function recordedCalls(events: Iterable<AnySessionEvent>, init?: SessionS
           firstSeq: event.seq,
           lastSeq: event.seq,
           ...(state.header !== undefined ? { header: state.header } : {}),
+          ...(request !== undefined ? { request } : {}),
           messageCount: state.messages.length,
           stateBefore: state,
         };
         calls.push(current);
+        request = undefined;
       }
       current.chunks.push(chunk);
       current.lastSeq = event.seq;

@@ -1,0 +1,293 @@
+/**
+ * Model-visible requests in the journal (DESIGN "Replay": a journal as a test cassette).
+ *
+ * Per model call the agent loop journals `request/snapshot`: what the adapter received, after every
+ * `llm/stream` middleware and the replay discipline — call config, system prompt, tool definitions
+ * with their JSON Schemas, and the messages (content and replay state) — plus a hash of its
+ * canonical form. It is cheap: config, system and tools are written only when they changed since the
+ * writer's previous snapshot, and messages as a delta against the previous snapshot's list (`keep`
+ * its first entries, then `add`), each added message by id when it is the journaled surface message
+ * of that id, inline only when a middleware made or rewrote it.
+ *
+ * The canonical form is what the model sees and nothing else: message ids, sources and clocks are
+ * not in it, object keys are sorted, undefined fields dropped. {@link firstDifference} names the
+ * first differing path of two canonical requests (`tools[1].description`).
+ */
+import { createHash } from 'node:crypto';
+import type { GenerateOptions, LlmCallConfig, Message, ToolSpec } from '../llm/types.ts';
+import type { AnySessionEvent, SessionEvent } from './events.ts';
+
+/** The model-visible part of one message. */
+export interface CanonicalMessage {
+  readonly role: Message['role'];
+  readonly content: Message['content'];
+  readonly replayState?: unknown;
+}
+
+/** A model-visible request, canonical: compared field by field and hashed. */
+export interface CanonicalRequest {
+  readonly config: LlmCallConfig;
+  readonly system?: string;
+  readonly tools: readonly ToolSpec[];
+  readonly messages: readonly CanonicalMessage[];
+}
+
+/** `request/snapshot` data (see the module comment). */
+export interface RequestSnapshot {
+  readonly turn: number;
+  readonly step: number;
+  /** {@link requestHash} of the canonical request. */
+  readonly hash: string;
+  /** Present when changed since the writer's previous snapshot (always in its first). */
+  readonly config?: LlmCallConfig;
+  /** Present when changed; `null`: no system prompt. */
+  readonly system?: string | null;
+  /** Present when changed. */
+  readonly tools?: readonly ToolSpec[];
+  /**
+   * The previous snapshot's first `keep` messages, then `add`: a message id (the journaled message),
+   * `{ id, replayState: false }` (the journaled message without its replay state: the seam dropped
+   * it), or a message inline (made or rewritten by a middleware).
+   */
+  readonly messages: { readonly keep: number; readonly add: readonly SnapshotMessage[] };
+}
+
+/** One added message of a snapshot (see {@link RequestSnapshot}). */
+export type SnapshotMessage = string | { readonly id: string; readonly replayState: false } | Message;
+
+const CONFIG_KEYS = ['provider', 'model', 'reasoningEffort', 'temperature', 'maxTokens', 'stop'] as const;
+
+function canonicalConfig(options: LlmCallConfig): LlmCallConfig {
+  const out: Record<string, unknown> = {};
+  for (const key of CONFIG_KEYS) if (options[key] !== undefined) out[key] = options[key];
+  return out as unknown as LlmCallConfig;
+}
+
+export function canonicalMessage(message: Message): CanonicalMessage {
+  const replayState = message.source?.kind === 'model' ? message.source.replayState : undefined;
+  return replayState === undefined ? { role: message.role, content: message.content } : { role: message.role, content: message.content, replayState };
+}
+
+/** The canonical form of a request (what the model sees). */
+export function canonicalRequest(options: GenerateOptions): CanonicalRequest {
+  return {
+    config: canonicalConfig(options),
+    ...(options.system === undefined ? {} : { system: options.system }),
+    tools: (options.tools ?? []).map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })),
+    messages: options.messages.map(canonicalMessage),
+  };
+}
+
+/** JSON with sorted keys and no undefined fields. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return value === undefined ? 'null' : JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
+  const keys = Object.keys(value).filter((key) => (value as Record<string, unknown>)[key] !== undefined).sort();
+  return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`).join(',')}}`;
+}
+
+/** Canonical JSON per message object (messages are frozen: one serialisation each, not one per call). */
+const messageJson = new WeakMap<object, string>();
+
+function jsonOfMessage(message: Message): string {
+  let json = messageJson.get(message);
+  if (json === undefined) {
+    json = canonicalJson(canonicalMessage(message));
+    if (Object.isFrozen(message)) messageJson.set(message, json);
+  }
+  return json;
+}
+
+/** sha256 (hex) of the canonical request. Equal for requests equal in everything the model sees. */
+export function requestHash(options: GenerateOptions): string {
+  const hash = createHash('sha256');
+  const canonical = canonicalRequest({ ...options, messages: [] });
+  hash.update(canonicalJson({ config: canonical.config, system: canonical.system ?? null, tools: canonical.tools }));
+  for (const message of options.messages) hash.update(`\n${jsonOfMessage(message)}`);
+  return hash.digest('hex');
+}
+
+/** Hash of a reconstructed canonical request (same value as {@link requestHash} of the request it came from). */
+export function canonicalHash(request: CanonicalRequest): string {
+  const hash = createHash('sha256');
+  hash.update(canonicalJson({ config: request.config, system: request.system ?? null, tools: request.tools }));
+  for (const message of request.messages) hash.update(`\n${canonicalJson(message)}`);
+  return hash.digest('hex');
+}
+
+/**
+ * Builds the `request/snapshot` of each call as a delta against the previous one (one writer per
+ * session and process: after a resume the first snapshot is complete again).
+ */
+export class RequestRecorder {
+  private last: { configJson: string; system: string | null; toolsJson: string; messages: readonly Message[] } | undefined;
+
+  /**
+   * @param surface the journaled surface when the call was made: a message that is the very object
+   *   of this list is written by id.
+   */
+  snapshot(turn: number, step: number, request: GenerateOptions, surface: readonly Message[]): RequestSnapshot {
+    const config = canonicalConfig(request);
+    const configJson = canonicalJson(config);
+    const system = request.system ?? null;
+    const tools = canonicalRequest({ ...request, messages: [] }).tools;
+    const toolsJson = canonicalJson(tools);
+    const last = this.last;
+    const messages = request.messages;
+    let keep = 0;
+    if (last !== undefined) while (keep < messages.length && keep < last.messages.length && sameMessage(messages[keep]!, last.messages[keep]!)) keep++;
+    const journaled = new Map<string, Message>();
+    for (const message of surface) journaled.set(message.id, message);
+    const add = messages.slice(keep).map((message): SnapshotMessage => {
+      const stored = journaled.get(message.id);
+      if (stored === message) return message.id;
+      // The seam's replay discipline sends a copy without the replay state.
+      if (stored !== undefined && stored.content === message.content && stored.role === message.role && message.source?.kind === 'model' && message.source.replayState === undefined) return { id: message.id, replayState: false };
+      return message;
+    });
+    this.last = { configJson, system, toolsJson, messages };
+    return {
+      turn,
+      step,
+      hash: requestHash(request),
+      ...(last?.configJson === configJson ? {} : { config }),
+      ...(last !== undefined && last.system === system ? {} : { system }),
+      ...(last?.toolsJson === toolsJson ? {} : { tools }),
+      messages: { keep, add },
+    };
+  }
+}
+
+/** The same message object, or the same stored content and replay state (the seam's copy of it). */
+function sameMessage(a: Message, b: Message): boolean {
+  if (a === b) return true;
+  const ra = a.source?.kind === 'model' ? a.source.replayState : undefined;
+  const rb = b.source?.kind === 'model' ? b.source.replayState : undefined;
+  return a.id === b.id && a.role === b.role && a.content === b.content && ra === rb;
+}
+
+/** A recorded request rebuilt from the snapshots, or why it cannot be. */
+export type RecordedRequest =
+  | { readonly ok: true; readonly hash: string; readonly request: CanonicalRequest; readonly seq: number }
+  | { readonly ok: false; readonly hash: string; readonly problem: string; readonly seq: number };
+
+/**
+ * Rebuilds each `request/snapshot` of a journal (in order) into its canonical request. Feed it every
+ * event; `push` returns the rebuilt request for a snapshot event, else undefined.
+ */
+export class SnapshotReader {
+  private readonly byId = new Map<string, Message>();
+  private previous: { config?: LlmCallConfig; system?: string | null; tools?: readonly ToolSpec[]; messages: readonly Message[] } = { messages: [] };
+
+  push(event: AnySessionEvent): RecordedRequest | undefined {
+    switch (event.type) {
+      case 'user/message':
+      case 'assistant/message':
+      case 'tool/result':
+        this.remember(event.data.message);
+        return undefined;
+      case 'surface/replace':
+        for (const message of event.data.messages) this.remember(message);
+        return undefined;
+      case 'request/snapshot':
+        return this.rebuild(event as SessionEvent<'request/snapshot'>);
+      default:
+        return undefined;
+    }
+  }
+
+  private remember(message: Message | undefined): void {
+    if (message !== undefined && typeof message.id === 'string') this.byId.set(message.id, message);
+  }
+
+  private rebuild(event: SessionEvent<'request/snapshot'>): RecordedRequest {
+    const data = event.data;
+    const previous = this.previous;
+    const config = data.config ?? previous.config;
+    const system = data.system !== undefined ? data.system : previous.system;
+    const tools = data.tools ?? previous.tools;
+    const kept = previous.messages.slice(0, Math.min(data.messages.keep, previous.messages.length));
+    const messages: Message[] = [...kept];
+    let problem = data.messages.keep > previous.messages.length ? `it keeps ${data.messages.keep} messages of a previous snapshot that has ${previous.messages.length}` : undefined;
+    for (const entry of data.messages.add) {
+      const id = typeof entry === 'string' ? entry : 'replayState' in entry && entry.replayState === false ? entry.id : undefined;
+      if (id === undefined) {
+        messages.push(entry as Message);
+        continue;
+      }
+      const stored = this.byId.get(id);
+      if (stored === undefined) {
+        problem ??= `it names message ${id}, which the journal does not have before seq ${event.seq}`;
+        continue;
+      }
+      messages.push(typeof entry === 'string' || stored.source?.kind !== 'model' ? stored : withoutReplayState(stored));
+    }
+    if (config === undefined || tools === undefined || system === undefined) problem ??= 'an earlier snapshot with its config, system and tools is missing';
+    this.previous = { ...(config ? { config } : {}), ...(system !== undefined ? { system } : {}), ...(tools ? { tools } : {}), messages };
+    if (problem !== undefined) return { ok: false, hash: data.hash, problem, seq: event.seq };
+    const request: CanonicalRequest = { config: config!, ...(system === null || system === undefined ? {} : { system }), tools: tools!, messages: messages.map(canonicalMessage) };
+    return { ok: true, hash: data.hash, request, seq: event.seq };
+  }
+}
+
+function withoutReplayState(message: Message): Message {
+  const { replayState: _dropped, ...source } = message.source as Message['source'] & { replayState?: unknown };
+  return { ...message, source } as Message;
+}
+
+/** A difference between two values: its path (`tools[1].description`, `` for the root) and both values. */
+export interface Difference {
+  readonly path: string;
+  readonly recorded: unknown;
+  readonly actual: unknown;
+}
+
+/**
+ * The first path where `actual` differs from `recorded` (depth first, arrays by index, object keys
+ * sorted), or undefined when they are equal. `matches(recorded, actual)` may accept a leaf (a
+ * recorded `{{…}}` placeholder matches anything).
+ */
+export function firstDifference(recorded: unknown, actual: unknown, matches: (recorded: unknown, actual: unknown) => boolean = Object.is, path = ''): Difference | undefined {
+  if (matches(recorded, actual)) return undefined;
+  const bothArrays = Array.isArray(recorded) && Array.isArray(actual);
+  const bothObjects = !bothArrays && isPlainObject(recorded) && isPlainObject(actual);
+  if (bothArrays) {
+    const a = recorded as unknown[];
+    const b = actual as unknown[];
+    for (let i = 0; i < Math.min(a.length, b.length); i++) {
+      const found = firstDifference(a[i], b[i], matches, `${path}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    if (a.length === b.length) return undefined;
+    const i = Math.min(a.length, b.length);
+    return { path: `${path}[${i}]`, recorded: i < a.length ? a[i] : ABSENT, actual: i < b.length ? b[i] : ABSENT };
+  }
+  if (bothObjects) {
+    const a = recorded as Record<string, unknown>;
+    const b = actual as Record<string, unknown>;
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((key) => a[key] !== undefined || b[key] !== undefined).sort();
+    for (const key of keys) {
+      const sub = /^[A-Za-z_$][\w$]*$/.test(key) ? (path ? `${path}.${key}` : key) : `${path}[${JSON.stringify(key)}]`;
+      if (!(key in a) || a[key] === undefined) return { path: sub, recorded: ABSENT, actual: b[key] };
+      if (!(key in b) || b[key] === undefined) return { path: sub, recorded: a[key], actual: ABSENT };
+      const found = firstDifference(a[key], b[key], matches, sub);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  return { path, recorded, actual };
+}
+
+/** Marks a value that is not there (a missing key or array item) in a {@link Difference}. */
+export const ABSENT: unique symbol = Symbol('absent');
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** One side of a difference for a message: JSON, cut to `max` characters. */
+export function showValue(value: unknown, max = 120): string {
+  if (value === ABSENT) return '(absent)';
+  const text = value === undefined ? 'undefined' : JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
