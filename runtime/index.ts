@@ -90,7 +90,8 @@ export {
 export { BlockAssembler, assembleChunks, type AssembledMessage } from './llm/assembler.ts';
 export { LlmAdapter, type AdapterDefaults, type ReplayDegradeReport } from './llm/adapter.ts';
 export { type AdapterRegistrationHandle, type RouteInfo, type AdaptersUpdatedEvent } from './llm/registry.ts';
-export { type LlmContext, type PreparedCall, type PrepareOptions } from './llm/service.ts';
+export { type LlmContext, type PreparedCall, type PrepareOptions, type ModelStandIn } from './llm/service.ts';
+export { OBSERVE_REQUEST } from './llm/types.ts';
 export { resolveRetryPolicy, isRetryableCode, DEFAULT_RETRY_POLICY, type RetryPolicyConfig, type ResolvedRetryPolicy } from './llm/call-config.ts';
 
 // ── Writing a provider adapter on an official SDK ────────────────────────────────────────────
@@ -158,4 +159,21 @@ export { registerEventType, type EventReducer, type EventTypeOptions, type Surfa
 export { foldEvents, stateAt } from './session/fold.ts';
 export { readJournal, readJournalHeader, openSession, type ReadJournalOptions, type OpenedSession, type OpenSessionOptions, type SkippedLine } from './session/reader.ts';
 export { forkSession, listSessions, recordedCalls, type ForkOptions, type SessionSummary, type RecordedCall } from './session/replay.ts';
+export {
+  canonicalRequest,
+  canonicalMessage,
+  canonicalJson,
+  canonicalHash,
+  requestHash,
+  firstDifference,
+  showValue,
+  ABSENT,
+  SnapshotReader,
+  type CanonicalRequest,
+  type CanonicalMessage,
+  type RecordedRequest,
+  type RequestSnapshot,
+  type SnapshotMessage,
+  type Difference,
+} from './session/snapshot.ts';
 export { importDshSession, writeImportedSession, type DshImport, type AssemblerMismatch, type WriteImportedOptions } from './session/import-dsh.ts';

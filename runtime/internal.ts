@@ -38,3 +38,4 @@ export { resolveSessionPath, sessionsDir, journalPath, assertSessionId, isSessio
 export { JOURNAL_FORMAT_VERSION, foldJournal } from './session/reader.ts';
 export { createJournal, openJournal, serializeEvent, type CreateJournalOptions, type OpenJournalOptions, type OpenedJournal, type JournalIoOptions } from './session/journal.ts';
 export { planRepair, needsRepair, unansweredToolCalls, type PlannedEvent, type RepairCause } from './session/repair.ts';
+export { RequestRecorder } from './session/snapshot.ts';
