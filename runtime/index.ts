@@ -137,7 +137,7 @@ export type {
   ApproveFn,
   RunOptions,
 } from './agent/hooks.ts';
-export { type AgentSession, type RunInput } from './agent/session.ts';
+export { type AgentSession, type RunInput, type TurnResult } from './agent/session.ts';
 
 // ── Embedding: config, the harness, sessions ─────────────────────────────────────────────────
 export { defineConfig, createHarness, type HarnessConfig, type Harness, type HarnessPaths, type SessionOptions, type CreateHarnessOptions } from './harness.ts';

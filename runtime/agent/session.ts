@@ -14,9 +14,9 @@ import { HarnessError, getErrorInfo } from '../kernel/errors.ts';
 import { BlockAssembler } from '../llm/assembler.ts';
 import { callConfigEquals, markAgentLoopRequest, type RetryPolicyConfig } from '../llm/call-config.ts';
 import { failureOf, llmFailure } from '../llm/errors.ts';
-import { createAssistantMessage, createToolResultMessage, createUserMessage } from '../llm/message.ts';
+import { createAssistantMessage, createToolResultMessage, createUserMessage, messageText } from '../llm/message.ts';
 import type { LlmService, PreparedCall } from '../llm/service.ts';
-import { OBSERVE_REQUEST, type GenerateOptions, type LlmCallConfig, type LlmFailure, type Message, type ToolCallBlock, type ToolSpec, type UserMessage } from '../llm/types.ts';
+import { OBSERVE_REQUEST, type AssistantMessage, type GenerateOptions, type LlmCallConfig, type LlmFailure, type Message, type TokenUsage, type ToolCallBlock, type ToolSpec, type UserMessage } from '../llm/types.ts';
 import { RequestRecorder } from '../session/snapshot.ts';
 import type { AnySessionEvent, RequestHeader, SessionEvent, SessionEventMap, SessionEventType, TurnEndReason } from '../session/events.ts';
 import type { AppendOptions, SessionJournal, SessionState } from '../session/types.ts';
@@ -42,8 +42,38 @@ export interface AgentSessionOptions {
   readonly newId?: () => string;
 }
 
-/** Input of a run: a prompt, a message, or several. */
+/** Input of a run: a prompt (becomes one user message), a user message, or several. */
 export type RunInput = string | UserMessage | readonly UserMessage[];
+
+/**
+ * What `session.prompt()` returns: one fixed shape for every successful turn (seed 003
+ * "调用结果：固定外形"; failures throw instead).
+ */
+export interface TurnResult {
+  readonly sessionId: string;
+  /** The turn's number in the session (1-based). */
+  readonly turn: number;
+  /**
+   * How the turn ended: `completed`, or `max-tokens` when the final reply was cut at the output
+   * token limit (its text is then partial).
+   */
+  readonly reason: Extract<TurnEndReason, 'completed' | 'max-tokens'>;
+  /** The turn's final assistant message (the one without tool calls that ended it), as journaled. */
+  readonly message: AssistantMessage;
+  /** The text blocks of `message`, concatenated (reasoning and tool calls excluded). */
+  readonly text: string;
+  /**
+   * Tokens of every model call of the turn (all steps), summed per class; a class no call
+   * reported is absent, never 0 (seed 002 `TokenUsage`).
+   */
+  readonly usage: TokenUsage;
+  /** Model steps the turn took (1 when the model answered without calling a tool). */
+  readonly stepCount: number;
+  /** When the turn started (ms since the epoch, as journaled on `turn/start`). */
+  readonly startedAtMs: number;
+  /** Wall time from `turn/start` to `turn/end`, in ms. */
+  readonly durationMs: number;
+}
 
 type StepEnd = { readonly reason: 'continue' } | { readonly reason: Exclude<TurnEndReason, 'interrupted'>; readonly failure?: LlmFailure };
 
@@ -121,6 +151,49 @@ export class AgentSession {
         }
       },
     };
+  }
+
+  /**
+   * Runs one turn and returns its answer — the final assistant message, its text, the turn's
+   * usage and end reason — without walking events (seed 003 "调用结果：固定外形": one success
+   * shape, failures throw). Every event is journaled as with `run()`.
+   * @throws HarnessError `SESSION_BUSY` when a turn is already running; when the turn ends in error
+   *   or is aborted, a HarnessError with the turn's failure code (e.g. `RATE_LIMIT`, `NO_ADAPTER`,
+   *   `MAX_STEPS_EXCEEDED`, `ABORTED`), its journaled `failure` plus `sessionId`, `turn` and
+   *   `endReason` (`error` | `aborted`).
+   */
+  async prompt(input: RunInput, options: RunOptions = {}): Promise<TurnResult> {
+    let start: SessionEvent<'turn/start'> | undefined;
+    let end: SessionEvent<'turn/end'> | undefined;
+    let final: SessionEventMap['assistant/message'] | undefined;
+    let usage: TokenUsage = {};
+    let stepCount = 0;
+    for await (const event of this.run(input, options)) {
+      if (event.type === 'turn/start') start = event;
+      else if (event.type === 'step/start') stepCount++;
+      else if (event.type === 'assistant/message') {
+        final = event.data;
+        if (event.data.usage) usage = addUsage(usage, event.data.usage);
+      } else if (event.type === 'turn/end') end = event;
+    }
+    if (start === undefined || end === undefined) throw new HarnessError('TURN_INCOMPLETE', `Session ${this.id}: the turn's run ended without its turn/start and turn/end events.`);
+    const { turn, reason, failure } = end.data;
+    if (reason !== 'completed' && reason !== 'max-tokens') {
+      const fallback = { code: reason === 'aborted' ? 'ABORTED' : 'UNKNOWN', message: `Turn ${turn} of session ${this.id} ended with "${reason}".` };
+      throw HarnessError.fromFailure({ ...(failure ?? fallback), sessionId: this.id, turn, endReason: reason });
+    }
+    if (final === undefined || final.interrupted) throw new HarnessError('TURN_INCOMPLETE', `Turn ${turn} of session ${this.id} ended "${reason}" without a final assistant message.`, { details: { sessionId: this.id, turn } });
+    return Object.freeze({
+      sessionId: this.id,
+      turn,
+      reason,
+      message: final.message,
+      text: messageText(final.message),
+      usage: Object.freeze(usage),
+      stepCount,
+      startedAtMs: start.atMs,
+      durationMs: end.atMs - start.atMs,
+    });
   }
 
   /** Runs a turn to its end and returns how it ended (events are journaled but not yielded). */
@@ -429,6 +502,15 @@ function toMessages(input: RunInput, newId: (() => string) | undefined): readonl
   if (typeof input === 'string') return [createUserMessage(input, newId === undefined ? {} : { id: newId() })];
   if (Array.isArray(input)) return input as readonly UserMessage[];
   return [input as UserMessage];
+}
+
+function addUsage(total: TokenUsage, usage: TokenUsage): TokenUsage {
+  const sum: { -readonly [K in keyof TokenUsage]: number } = { ...total };
+  for (const key of Object.keys(usage) as (keyof TokenUsage)[]) {
+    const value = usage[key];
+    if (typeof value === 'number') sum[key] = (sum[key] ?? 0) + value;
+  }
+  return sum;
 }
 
 function internalFailure(error: unknown): LlmFailure {
