@@ -1,0 +1,248 @@
+/**
+ * The HTTP face of the turn API (DESIGN "Serving"), on Fastify: its body limit answers 413 before a
+ * large body is read, its JSON-schema validation (ajv) checks every body, query and parameter, and
+ * its error handler gives every failure one JSON shape. Everything under `/v1` needs
+ * `Authorization: Bearer <token>`; `GET /v1/health` does not.
+ *
+ * Errors: `{ "error": { "code", "message" } }` with a stable code — 400 `INVALID_REQUEST` (and
+ * `INVALID_SESSION_ID`, `EMPTY_PROMPT`, `UNKNOWN_POLICY`, `WORKSPACE_NOT_FOUND`, `SEQ_OUT_OF_RANGE`,
+ * `INVALID_LAST_EVENT_ID`), 401 `UNAUTHORIZED`, 404 `SESSION_NOT_FOUND` / `APPROVAL_NOT_FOUND` /
+ * `NOT_FOUND`, 409 `SESSION_BUSY` / `JOURNAL_LOCKED` / `JOURNAL_EXISTS` / `APPROVAL_ALREADY_DECIDED` /
+ * `NO_RUNNING_TURN`, 413 `BODY_TOO_LARGE`, 415 `UNSUPPORTED_MEDIA_TYPE`, 500 `INTERNAL` (no detail
+ * is echoed). Request bodies, headers and the token are never put in a message.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { HarnessError, type AnySessionEvent } from '../../runtime/index.ts';
+import type { TurnService } from './turns.ts';
+
+export interface HttpOptions {
+  /** The bearer token clients must send. */
+  readonly token: string;
+  /** Largest accepted request body, bytes (413 beyond). */
+  readonly maxBodyBytes: number;
+  /** A comment line on idle event streams this often, ms (keeps proxies from closing them). */
+  readonly heartbeatMs?: number;
+  /** An event stream whose client reads too slowly is closed past this many queued events (it reconnects with Last-Event-ID). */
+  readonly maxQueuedEvents?: number;
+}
+
+const STATUS: Readonly<Record<string, number>> = {
+  INVALID_REQUEST: 400,
+  INVALID_SESSION_ID: 400,
+  EMPTY_PROMPT: 400,
+  UNKNOWN_POLICY: 400,
+  WORKSPACE_NOT_FOUND: 400,
+  SEQ_OUT_OF_RANGE: 400,
+  INVALID_LAST_EVENT_ID: 400,
+  UNAUTHORIZED: 401,
+  NOT_FOUND: 404,
+  SESSION_NOT_FOUND: 404,
+  APPROVAL_NOT_FOUND: 404,
+  SESSION_BUSY: 409,
+  JOURNAL_LOCKED: 409,
+  JOURNAL_EXISTS: 409,
+  APPROVAL_ALREADY_DECIDED: 409,
+  NO_RUNNING_TURN: 409,
+  BODY_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  SERVER_CLOSED: 503,
+};
+
+/** Fastify's own error codes, in ours. */
+const FASTIFY_CODES: Readonly<Record<string, string>> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'INVALID_REQUEST',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'INVALID_REQUEST',
+  FST_ERR_VALIDATION: 'INVALID_REQUEST',
+};
+
+/** `{ error: { code, message } }`, and the HTTP status of a code. */
+export function errorBody(code: string, message: string): { error: { code: string; message: string } } {
+  return { error: { code, message } };
+}
+export const statusOf = (code: string): number => STATUS[code] ?? 500;
+
+const sessionParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 200 } } } as const;
+const seq = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
+const name = { type: 'string', minLength: 1, maxLength: 200 } as const;
+
+/** Builds the Fastify app over `turns` (not listening yet). */
+export function buildApp(turns: TurnService, options: HttpOptions): FastifyInstance {
+  const app = Fastify({
+    logger: false,
+    bodyLimit: options.maxBodyBytes,
+    forceCloseConnections: true,
+    // Reject what the schema does not name instead of dropping it silently; coerce query strings.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: false } },
+  });
+  const expected = digest(options.token);
+  const streams = new Set<AbortController>();
+
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.url === '/v1/health') return;
+    const header = request.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (match === null || !timingSafeEqual(digest(match[1]!), expected)) {
+      reply.header('www-authenticate', 'Bearer');
+      return reply.code(401).send(errorBody('UNAUTHORIZED', match === null ? 'This server needs "Authorization: Bearer <token>" (the token harness serve printed, or $HARNESS_SERVE_TOKEN).' : 'The bearer token is not this server\'s.'));
+    }
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
+    if (mapped !== undefined) {
+      const message =
+        mapped === 'BODY_TOO_LARGE'
+          ? `The request body is larger than this server accepts (${options.maxBodyBytes} bytes).`
+          : error.validation
+            ? `Invalid request: ${error.message}.`
+            : error.message;
+      return reply.code(statusOf(mapped)).send(errorBody(mapped, message));
+    }
+    if (HarnessError.is(error)) return reply.code(statusOf(error.code)).send(errorBody(error.code, error.message));
+    if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+      return reply.code(error.statusCode).send(errorBody('INVALID_REQUEST', error.message));
+    }
+    turns.harness.kernel.bus.report({ level: 'error', code: 'SERVE_INTERNAL', message: `${request.method} ${request.routeOptions.url ?? '?'}: ${error instanceof Error ? error.message : String(error)}`, source: 'serve' });
+    return reply.code(500).send(errorBody('INTERNAL', 'The server failed to answer this request; its log says why.'));
+  });
+
+  app.setNotFoundHandler((request, reply) => reply.code(404).send(errorBody('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}; the API is under /v1 (see cookbook/serve.md).`)));
+
+  app.get('/v1/health', async () => ({ ok: true }));
+
+  app.get('/v1/sessions', async () => ({ sessions: (await turns.listSessions()).map(({ path: _path, ...summary }) => summary) }));
+
+  app.post<{ Body: { id?: string; cwd?: string; title?: string } | undefined }>(
+    '/v1/sessions',
+    { schema: { body: { type: ['object', 'null'], additionalProperties: false, properties: { id: name, cwd: { type: 'string', minLength: 1, maxLength: 4096 }, title: { type: 'string', maxLength: 500 } } } } },
+    async (request, reply) => reply.code(201).send({ session: await turns.createSession(request.body ?? {}) }),
+  );
+
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id', { schema: { params: sessionParams } }, async (request) => ({ session: await turns.getSession(request.params.id) }));
+
+  app.get<{ Params: { id: string }; Querystring: { after?: number; to?: number; limit?: number } }>(
+    '/v1/sessions/:id/events',
+    { schema: { params: sessionParams, querystring: { type: 'object', additionalProperties: false, properties: { after: seq, to: seq, limit: { type: 'integer', minimum: 1, maximum: 10_000 } } } } },
+    async (request) => {
+      const { after, to, limit } = request.query;
+      return turns.readEvents(request.params.id, { ...(after === undefined ? {} : { after }), ...(to === undefined ? {} : { to }), ...(limit === undefined ? {} : { limit }) });
+    },
+  );
+
+  app.get<{ Params: { id: string }; Querystring: { at?: number } }>(
+    '/v1/sessions/:id/state',
+    { schema: { params: sessionParams, querystring: { type: 'object', additionalProperties: false, properties: { at: seq } } } },
+    async (request) => turns.stateAt(request.params.id, request.query.at),
+  );
+
+  app.post<{ Params: { id: string }; Body: { prompt: string; provider?: string; model?: string; reasoningEffort?: string; approve?: string } }>(
+    '/v1/sessions/:id/turns',
+    {
+      schema: {
+        params: sessionParams,
+        body: {
+          type: 'object',
+          required: ['prompt'],
+          additionalProperties: false,
+          properties: { prompt: { type: 'string' }, provider: name, model: name, reasoningEffort: { type: 'string', minLength: 1, maxLength: 40 }, approve: name },
+        },
+      },
+    },
+    async (request, reply) => reply.code(202).send({ turn: await turns.submitTurn(request.params.id, request.body) }),
+  );
+
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/abort', { schema: { params: sessionParams } }, async (request, reply) => reply.code(202).send(turns.abortTurn(request.params.id)));
+
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/approvals', { schema: { params: sessionParams } }, async (request) => ({ approvals: turns.pendingApprovals(request.params.id) }));
+
+  app.post<{ Params: { id: string; callId: string }; Body: { decision: 'allow' | 'deny'; reason?: string } }>(
+    '/v1/sessions/:id/approvals/:callId',
+    {
+      schema: {
+        params: { type: 'object', required: ['id', 'callId'], properties: { id: name, callId: name } },
+        body: { type: 'object', required: ['decision'], additionalProperties: false, properties: { decision: { enum: ['allow', 'deny'] }, reason: { type: 'string', maxLength: 500 } } },
+      },
+    },
+    async (request) => {
+      const { decision, reason } = request.body;
+      const pending = await turns.answerApproval(request.params.id, request.params.callId, { decision, ...(reason ? { reason } : {}) });
+      return { approval: { ...pending, decision } };
+    },
+  );
+
+  app.get<{ Params: { id: string }; Querystring: { after?: number } }>(
+    '/v1/sessions/:id/stream',
+    { schema: { params: sessionParams, querystring: { type: 'object', additionalProperties: false, properties: { after: seq } } } },
+    (request, reply) => streamEvents(turns, request, reply, options, streams),
+  );
+
+  app.addHook('onClose', async () => {
+    for (const stream of streams) stream.abort();
+  });
+  return app;
+}
+
+/** Serialised SSE frames, shared by every subscriber of a session (events are frozen, so this is safe). */
+const frames = new WeakMap<AnySessionEvent, string>();
+const frameOf = (event: AnySessionEvent): string => {
+  let frame = frames.get(event);
+  if (frame === undefined) frames.set(event, (frame = `id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`));
+  return frame;
+};
+
+/**
+ * `text/event-stream`: every event after `Last-Event-ID` (else `?after=`, else 0) as `id: <seq>` +
+ * `data: <event JSON>`, then each new one live. A reconnect with the last id it saw misses nothing
+ * and repeats nothing.
+ */
+async function streamEvents(turns: TurnService, request: FastifyRequest<{ Params: { id: string }; Querystring: { after?: number } }>, reply: FastifyReply, options: HttpOptions, streams: Set<AbortController>): Promise<void> {
+  const lastEventId = request.headers['last-event-id'];
+  let after = request.query.after ?? 0;
+  if (lastEventId !== undefined) {
+    const text = Array.isArray(lastEventId) ? lastEventId[0]! : lastEventId;
+    if (!/^\d{1,15}$/.test(text.trim())) throw new HarnessError('INVALID_LAST_EVENT_ID', 'Last-Event-ID must be the seq of an event (decimal digits).');
+    after = Number(text.trim());
+  }
+  const controller = new AbortController();
+  const events = turns.events(request.params.id, { after, signal: controller.signal }); // throws SESSION_NOT_FOUND before any byte is sent
+  streams.add(controller);
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  res.write('retry: 1000\n\n');
+  const heartbeat = setInterval(() => res.write(': ping\n\n'), options.heartbeatMs ?? 15_000);
+  heartbeat.unref();
+  const stop = (): void => controller.abort();
+  request.raw.on('close', stop);
+  res.on('close', stop);
+  const maxQueued = options.maxQueuedEvents ?? 50_000;
+  try {
+    for await (const event of events) {
+      if (!res.write(frameOf(event))) {
+        if (events.queued > maxQueued) break; // a client this far behind reconnects with Last-Event-ID
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            res.off('drain', done);
+            controller.signal.removeEventListener('abort', done);
+            resolve();
+          };
+          res.on('drain', done);
+          controller.signal.addEventListener('abort', done, { once: true });
+        });
+        if (controller.signal.aborted) break;
+      }
+    }
+  } finally {
+    clearInterval(heartbeat);
+    streams.delete(controller);
+    events.return();
+    if (!res.writableEnded) res.end();
+  }
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}

@@ -1,0 +1,171 @@
+/**
+ * plugins/serve — `harness serve`: sessions over HTTP and Server-Sent Events (seed 000 "Human 边界":
+ * the server connects HTTP requests and an SSE channel to `session.run`; DESIGN "Serving").
+ *
+ * The plugin provides the `serve` service: `ctx.serve.start(harness, overrides?)` starts an HTTP
+ * server (Fastify) over a {@link TurnService} and returns its address and token; unloading the plugin
+ * closes every server it started. Embedders that want no HTTP use {@link TurnService} directly:
+ *
+ * ```ts
+ * import { TurnService } from 'harness-runtime/plugins/serve';
+ * const turns = new TurnService(harness, { approvalPolicy: 'always-ask' });
+ * const { id } = await turns.createSession({ cwd });
+ * const { startSeq } = await turns.submitTurn(id, { prompt: 'What is here?' });
+ * for await (const event of turns.events(id, { after: startSeq - 1 })) { … if (event.type === 'turn/end') break; }
+ * ```
+ */
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { definePlugin, HarnessError, z, type Harness } from '../../runtime/index.ts';
+import { buildApp } from './http.ts';
+import { TurnService } from './turns.ts';
+
+export { TurnService, type TurnServiceOptions, type TurnInput, type SubmittedTurn, type SessionInfo } from './turns.ts';
+export { ApprovalDesk, type PendingApproval, type ApprovalReply } from './approvals.ts';
+export { EventQueue } from './tail.ts';
+export { buildApp, errorBody, statusOf, type HttpOptions } from './http.ts';
+
+/** The environment variable a server's bearer token is read from (else one is generated). */
+export const TOKEN_ENV = 'HARNESS_SERVE_TOKEN';
+
+export const serveConfigSchema = z
+  .strictObject({
+    /** Interface to bind. Anything but loopback exposes the sessions (and their tools) to the network. */
+    host: z.string().min(1).default('127.0.0.1'),
+    /** TCP port; 0 picks a free one. */
+    port: z.number().int().min(0).max(65_535).default(7860),
+    /** Largest request body, bytes (413 beyond). */
+    maxBodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    /** An approval nobody answers is denied after this long, ms. */
+    approvalTimeoutMs: z.number().int().min(1).default(300_000),
+    /** The approval policy of a turn that names none (default: the approvals plugin's default). */
+    approvalPolicy: z.string().min(1).optional(),
+    /** Where sessions live: `file` (the JSONL store in the data directory). */
+    store: z.string().min(1).default('file'),
+  })
+  .default({ host: '127.0.0.1', port: 7860, maxBodyBytes: 1024 * 1024, approvalTimeoutMs: 300_000, store: 'file' });
+
+export type ServeSettings = z.infer<typeof serveConfigSchema>;
+
+/** Overrides for one server (the CLI's flags). */
+export interface StartOptions extends Partial<ServeSettings> {
+  /** The bearer token (default `$HARNESS_SERVE_TOKEN`, else a generated one). */
+  readonly token?: string;
+  /** The workspace of sessions created without one (default the process's cwd). */
+  readonly cwd?: string;
+}
+
+/** A listening server. */
+export interface RunningServer {
+  /** `http://host:port` */
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  readonly token: string;
+  /** Whether the token was generated (so the caller prints it) rather than given. */
+  readonly tokenGenerated: boolean;
+  readonly turns: TurnService;
+  /** Aborts running turns (journaled as aborted), ends event streams, stops listening. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface ServeService {
+  readonly settings: ServeSettings;
+  /**
+   * Starts a server over `harness`.
+   * @throws HarnessError `STORE_UNSUPPORTED` for a store this build cannot open; the listen error
+   *   (`EADDRINUSE`, …) otherwise.
+   */
+  start(harness: Harness, options?: StartOptions): Promise<RunningServer>;
+}
+
+declare global {
+  namespace Harness {
+    interface Services {
+      serve?: ServeService;
+    }
+  }
+}
+
+/** Starts a server over `harness` with `settings` (what the service does; usable without the plugin). */
+export async function startServer(harness: Harness, settings: ServeSettings, options: StartOptions = {}): Promise<RunningServer> {
+  const merged: ServeSettings = serveConfigSchema.parse({ ...settings, ...definedOnly(options, ['host', 'port', 'maxBodyBytes', 'approvalTimeoutMs', 'approvalPolicy', 'store']) });
+  checkStore(merged.store);
+  const given = checkToken(options.token);
+  const token = given ?? randomBytes(24).toString('base64url');
+  const turns = new TurnService(harness, {
+    approvalTimeoutMs: merged.approvalTimeoutMs,
+    ...(merged.approvalPolicy ? { approvalPolicy: merged.approvalPolicy } : {}),
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+  });
+  const app = buildApp(turns, { token, maxBodyBytes: merged.maxBodyBytes });
+  try {
+    await app.listen({ host: merged.host, port: merged.port });
+  } catch (error) {
+    await turns.close();
+    throw error;
+  }
+  const address = app.server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${address.port}`,
+    host: address.address,
+    port: address.port,
+    token,
+    tokenGenerated: given === undefined,
+    turns,
+    close: () =>
+      (closing ??= (async () => {
+        await turns.close();
+        await app.close();
+      })()),
+  };
+}
+
+/**
+ * The token given (`token`, else `$HARNESS_SERVE_TOKEN`), or undefined (one is generated).
+ * @throws HarnessError `INVALID_CONFIG` for one shorter than 16 characters (never echoed).
+ */
+export function checkToken(token: string | undefined = process.env[TOKEN_ENV]): string | undefined {
+  if (token === undefined || token === '') return undefined;
+  if (token.length < 16) throw new HarnessError('INVALID_CONFIG', `The serve token ($${TOKEN_ENV}) must be at least 16 characters; leave it unset to have one generated.`);
+  return token;
+}
+
+/**
+ * Checks that this build can open `store`.
+ * @throws HarnessError `STORE_UNSUPPORTED` (credentials in a URL are never echoed).
+ */
+export function checkStore(store: string): void {
+  if (store === 'file') return;
+  if (/^postgres(ql)?:\/\//.test(store)) {
+    throw new HarnessError('STORE_UNSUPPORTED', 'A PostgreSQL store needs the journal-postgres plugin, which this build does not have yet; use --store file.');
+  }
+  throw new HarnessError('STORE_UNSUPPORTED', `Unknown store ${JSON.stringify(store.replace(/\/\/[^@/]*@/, '//…@'))}: use "file" (the JSONL journals in the data directory).`);
+}
+
+function definedOnly<T extends object>(value: T, keys: readonly (keyof T)[]): Partial<T> {
+  const out: Partial<T> = {};
+  for (const key of keys) if (value[key] !== undefined) out[key] = value[key];
+  return out;
+}
+
+export default definePlugin({
+  name: 'serve',
+  config: serveConfigSchema,
+  setup(ctx, settings) {
+    const servers = new Set<RunningServer>();
+    ctx.provide('serve', {
+      settings,
+      async start(harness, options) {
+        const server = await startServer(harness, settings, options);
+        servers.add(server);
+        return server;
+      },
+    });
+    ctx.onDispose(async () => {
+      for (const server of servers) await server.close();
+    });
+  },
+});

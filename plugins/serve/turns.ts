@@ -1,0 +1,491 @@
+/**
+ * The turn API (seed 000 "Human 边界": a server connects requests and an event channel to
+ * `session.run`; DESIGN "Serving"). What `harness serve` exposes over HTTP, usable in-process by an
+ * embedder: create and list sessions, read events and state at a seq, submit a turn (it returns at
+ * once with the turn's number and first seq), abort it, answer its approvals, and tail a session's
+ * events live.
+ *
+ * A session is opened for writing (its writer lease: the journal's lock) for the length of one turn
+ * and closed when the turn ends, so between turns another process may take it.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  HarnessError,
+  listSessions,
+  openSession,
+  readJournal,
+  registerEventType,
+  stateAt,
+  type AgentSession,
+  type AnySessionEvent,
+  type ApprovalAnswer,
+  type ApprovalRequest,
+  type ApproveFn,
+  type Harness,
+  type SessionEvent,
+  type SessionState,
+  type SessionSummary,
+} from '../../runtime/index.ts';
+import { alreadyDecided, ApprovalDesk, type ApprovalReply, type PendingApproval } from './approvals.ts';
+import { EventQueue, FanOut } from './tail.ts';
+
+declare global {
+  namespace Harness {
+    interface SessionEventMap {
+      /** A served turn asks a person about a tool call (answered by `approval/decided`). Ignorable. */
+      'approval/requested': {
+        readonly turn: number;
+        readonly step: number;
+        readonly callId: string;
+        readonly name: string;
+        readonly permission: 'read' | 'write';
+        /** When the call is denied unanswered (absolute ms). */
+        readonly deadlineAtMs: number;
+      };
+    }
+  }
+}
+
+/** What the approvals plugin provides (`ctx.approvals`), as far as the server uses it. */
+interface PolicyService {
+  readonly defaultPolicy: string;
+  create(policy?: string, options?: { ask?: (request: ApprovalRequest) => boolean | { allow: boolean; reason?: string } | Promise<boolean | { allow: boolean; reason?: string }> }): ApproveFn;
+}
+
+export interface TurnServiceOptions {
+  /** An unanswered approval is denied after this long, ms. Default 300 000 (5 min). */
+  readonly approvalTimeoutMs?: number;
+  /**
+   * The approval policy of a turn that names none: a policy of the approvals plugin (`read-only`,
+   * `always-ask`, `allow-all`, `deny-all`); default the plugin's default. Calls the policy asks
+   * about wait for an answer over the API. Without the approvals plugin every call is asked.
+   */
+  readonly approvalPolicy?: string;
+  /** The workspace of a session created without one. Default the process's cwd. */
+  readonly cwd?: string;
+  /** Steps per turn (default the runtime's, 100). */
+  readonly maxSteps?: number;
+}
+
+/** A turn to run. */
+export interface TurnInput {
+  readonly prompt: string;
+  readonly provider?: string;
+  readonly model?: string;
+  readonly reasoningEffort?: string;
+  /** The approval policy for this turn (see {@link TurnServiceOptions.approvalPolicy}). */
+  readonly approve?: string;
+}
+
+/** A submitted turn: watch the events after `startSeq - 1` until its `turn/end`. */
+export interface SubmittedTurn {
+  readonly sessionId: string;
+  readonly turn: number;
+  /** Seq of its `turn/start`. */
+  readonly startSeq: number;
+}
+
+/** One session, as `getSession` describes it. */
+export interface SessionInfo {
+  readonly id: string;
+  readonly createdAtMs: number;
+  readonly cwd?: string;
+  readonly title?: string;
+  readonly turnCount: number;
+  /** Seq of the last event. */
+  readonly lastSeq: number;
+  readonly usage: SessionState['usage'];
+  readonly lastTurnEnd?: SessionState['lastTurnEnd'];
+  /** The turn this server is running in the session, if any. */
+  readonly runningTurn?: { readonly turn: number; readonly startSeq: number };
+  readonly pendingApprovals: readonly PendingApproval[];
+  readonly parent?: { readonly sessionId: string; readonly seq: number };
+}
+
+interface Running {
+  readonly controller: AbortController;
+  session?: AgentSession;
+  turn?: number;
+  startSeq?: number;
+  /** Resolves with the turn's `turn/end` (undefined if the run failed to start). */
+  readonly done: Promise<SessionEvent<'turn/end'> | undefined>;
+}
+
+let approvalRequestedUsers = 0;
+let disposeApprovalRequested: (() => void) | undefined;
+
+/** `approval/requested` is registered while at least one turn service lives. */
+function useApprovalRequestedType(): () => void {
+  if (approvalRequestedUsers++ === 0) disposeApprovalRequested = registerEventType('approval/requested', { ignorable: true });
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    if (--approvalRequestedUsers === 0) disposeApprovalRequested?.();
+  };
+}
+
+/** The turn API over one harness (see the module comment). */
+export class TurnService {
+  readonly harness: Harness;
+  private readonly options: TurnServiceOptions;
+  private readonly approvalTimeoutMs: number;
+  private readonly desk = new ApprovalDesk();
+  private readonly fanOut = new FanOut();
+  private readonly running = new Map<string, Running>();
+  private readonly disposers: (() => void)[] = [];
+  private closed = false;
+
+  constructor(harness: Harness, options: TurnServiceOptions = {}) {
+    this.harness = harness;
+    this.options = options;
+    this.approvalTimeoutMs = options.approvalTimeoutMs ?? 300_000;
+    this.disposers.push(useApprovalRequestedType());
+    this.disposers.push(harness.kernel.bus.add('session/event', (delivery: { sessionId: string; event: AnySessionEvent }) => this.fanOut.dispatch(delivery.sessionId, delivery.event), { owner: 'serve' }));
+  }
+
+  /**
+   * Starts a session (a new journal). The journal is closed again at once: turns open it.
+   * @throws HarnessError `JOURNAL_EXISTS` (id taken), `INVALID_SESSION_ID`, `WORKSPACE_NOT_FOUND`.
+   */
+  async createSession(input: { id?: string; cwd?: string; title?: string } = {}): Promise<SessionInfo> {
+    this.assertOpen();
+    const session = await this.harness.createSession({ cwd: input.cwd ?? this.options.cwd ?? process.cwd(), ...(input.id ? { id: input.id } : {}) });
+    try {
+      if (input.title) await session.session.append('session/title', { title: input.title });
+    } finally {
+      await session.close();
+    }
+    return this.getSession(session.id);
+  }
+
+  /** Every session in the data directory, most recently updated first. */
+  listSessions(): Promise<SessionSummary[]> {
+    return listSessions(this.harness.dataDir);
+  }
+
+  /** @throws HarnessError `SESSION_NOT_FOUND`, `INVALID_SESSION_ID`, or a journal read error. */
+  async getSession(sessionId: string): Promise<SessionInfo> {
+    const path = this.pathOf(sessionId);
+    await this.flushRunning(sessionId);
+    const opened = await openSession(path);
+    const running = this.running.get(sessionId);
+    const { state, header } = opened;
+    return {
+      id: header.id,
+      createdAtMs: header.createdAtMs,
+      ...(header.cwd ? { cwd: header.cwd } : {}),
+      ...(state.title ? { title: state.title } : {}),
+      turnCount: state.turnCount,
+      lastSeq: opened.lastSeq,
+      usage: state.usage,
+      ...(state.lastTurnEnd ? { lastTurnEnd: state.lastTurnEnd } : {}),
+      ...(running?.turn !== undefined ? { runningTurn: { turn: running.turn, startSeq: running.startSeq! } } : {}),
+      pendingApprovals: this.desk.pendingIn(sessionId),
+      ...(header.parent ? { parent: header.parent } : {}),
+    };
+  }
+
+  /**
+   * The events with `after < seq <= to`, at most `limit` of them (default 1000), in seq order.
+   * @throws HarnessError `SESSION_NOT_FOUND`, `INVALID_SESSION_ID`.
+   */
+  async readEvents(sessionId: string, range: { after?: number; to?: number; limit?: number } = {}): Promise<{ events: AnySessionEvent[]; more: boolean }> {
+    const path = this.pathOf(sessionId);
+    const after = range.after ?? 0;
+    const to = range.to ?? Number.MAX_SAFE_INTEGER;
+    const limit = range.limit ?? 1000;
+    await this.flushRunning(sessionId);
+    const events: AnySessionEvent[] = [];
+    let more = false;
+    for await (const event of readJournal(path)) {
+      if (event.seq <= after) continue;
+      if (event.seq > to) break;
+      if (events.length === limit) {
+        more = true;
+        break;
+      }
+      events.push(event);
+    }
+    return { events, more };
+  }
+
+  /**
+   * The state after the event `seq` (default: the last).
+   * @throws HarnessError `SESSION_NOT_FOUND`, `SEQ_OUT_OF_RANGE` (past the last event).
+   */
+  async stateAt(sessionId: string, seq?: number): Promise<{ seq: number; state: SessionState }> {
+    const path = this.pathOf(sessionId);
+    await this.flushRunning(sessionId);
+    const events: AnySessionEvent[] = [];
+    for await (const event of readJournal(path)) {
+      if (seq !== undefined && event.seq > seq) break;
+      events.push(event);
+    }
+    const last = events.at(-1)?.seq ?? 0;
+    if (seq !== undefined && seq > last) {
+      throw new HarnessError('SEQ_OUT_OF_RANGE', `Session ${sessionId} has ${last} events; there is no state at seq ${seq}.`, { details: { sessionId, seq, lastSeq: last } });
+    }
+    return { seq: seq ?? last, state: { ...stateAt(events, last), sessionId } };
+  }
+
+  /**
+   * Starts a turn and returns once its `turn/start` is journaled; the turn runs on. Its events are
+   * on {@link events}; {@link turnEnd} resolves with its `turn/end`.
+   * @throws HarnessError `EMPTY_PROMPT` (400), `UNKNOWN_POLICY` (400), `SESSION_NOT_FOUND` (404),
+   *   `SESSION_BUSY` (409: this server runs a turn in it), `JOURNAL_LOCKED` (409: another process
+   *   writes it), `WORKSPACE_NOT_FOUND`.
+   */
+  async submitTurn(sessionId: string, input: TurnInput): Promise<SubmittedTurn> {
+    this.assertOpen();
+    if (typeof input.prompt !== 'string' || input.prompt.trim() === '') throw new HarnessError('EMPTY_PROMPT', 'The prompt is empty; say what the agent should do.');
+    const path = this.pathOf(sessionId);
+    if (this.running.has(sessionId)) throw busy(sessionId, this.running.get(sessionId)!.turn);
+    const policy = this.policyService();
+    const policyName = input.approve ?? this.options.approvalPolicy;
+    const controller = new AbortController();
+    // Made before the session opens, so a policy unknown to the approvals plugin fails first.
+    const approve = this.approverFor(sessionId, policy, policyName, controller.signal);
+    let settleDone!: (end: SessionEvent<'turn/end'> | undefined) => void;
+    const running: Running = { controller, done: new Promise((resolve) => (settleDone = resolve)) };
+    this.running.set(sessionId, running); // reserved before the first await: one turn per session
+    let iterator: AsyncIterator<AnySessionEvent>;
+    let first: IteratorResult<AnySessionEvent>;
+    try {
+      const { session } = await this.harness.openSession(path, this.options.maxSteps ? { maxSteps: this.options.maxSteps } : {});
+      running.session = session;
+      try {
+        if (session.state.turnCount === 0 && session.state.title === undefined) await session.session.append('session/title', { title: titleOf(input.prompt) });
+        iterator = session
+          .run(input.prompt, {
+            signal: controller.signal,
+            approve,
+            ...(input.provider ? { provider: input.provider } : {}),
+            ...(input.model ? { model: input.model } : {}),
+            ...(input.reasoningEffort ? { reasoningEffort: input.reasoningEffort } : {}),
+          })
+          [Symbol.asyncIterator]();
+        first = await iterator.next();
+      } catch (error) {
+        await session.close().catch(() => undefined);
+        throw error;
+      }
+    } catch (error) {
+      this.running.delete(sessionId);
+      settleDone(undefined);
+      throw error;
+    }
+    const start = first.value as SessionEvent<'turn/start'>;
+    running.turn = start.data.turn;
+    running.startSeq = start.seq;
+    void this.finishTurn(sessionId, running, iterator, settleDone);
+    return { sessionId, turn: start.data.turn, startSeq: start.seq };
+  }
+
+  /**
+   * The `turn/end` of turn `turn` (default: the running one, else the last one), once it is
+   * journaled; undefined when the session has no such turn.
+   * @throws HarnessError `SESSION_NOT_FOUND`.
+   */
+  async turnEnd(sessionId: string, turn?: number): Promise<SessionEvent<'turn/end'> | undefined> {
+    const path = this.pathOf(sessionId);
+    const running = this.running.get(sessionId);
+    if (running !== undefined && (turn === undefined || running.turn === turn)) {
+      const end = await running.done;
+      if (end !== undefined) return end;
+    }
+    let found: SessionEvent<'turn/end'> | undefined;
+    for await (const event of readJournal(path)) {
+      if (event.type === 'turn/end' && (turn === undefined || event.data.turn === turn)) found = event as SessionEvent<'turn/end'>;
+    }
+    return found;
+  }
+
+  /**
+   * Aborts the running turn: its stream stops, running tools are killed, pending approvals are
+   * denied, and it ends `aborted`. Returns the turn's number.
+   * @throws HarnessError `NO_RUNNING_TURN` (409), `SESSION_NOT_FOUND`.
+   */
+  abortTurn(sessionId: string, reason = 'The turn was aborted over the API.'): { turn: number } {
+    this.pathOf(sessionId);
+    const running = this.running.get(sessionId);
+    if (running === undefined || running.turn === undefined) {
+      throw new HarnessError('NO_RUNNING_TURN', `No turn is running in session ${sessionId}; there is nothing to abort.`, { details: { sessionId } });
+    }
+    running.controller.abort(new HarnessError('ABORTED', reason));
+    return { turn: running.turn };
+  }
+
+  /** The calls of the session waiting for an answer. @throws HarnessError `SESSION_NOT_FOUND`. */
+  pendingApprovals(sessionId: string): PendingApproval[] {
+    this.pathOf(sessionId);
+    return this.desk.pendingIn(sessionId);
+  }
+
+  /**
+   * Answers a pending approval, exactly once (the loop journals it as `approval/decided`).
+   * @throws HarnessError `APPROVAL_ALREADY_DECIDED` (409), `APPROVAL_NOT_FOUND` (404),
+   *   `SESSION_NOT_FOUND` (404).
+   */
+  async answerApproval(sessionId: string, callId: string, reply: ApprovalReply): Promise<PendingApproval> {
+    const path = this.pathOf(sessionId);
+    try {
+      return this.desk.answer(sessionId, callId, reply);
+    } catch (error) {
+      if (!(HarnessError.is(error) && error.code === 'APPROVAL_NOT_FOUND')) throw error;
+      // Decided before this server knew it (another process, an earlier run): still a conflict.
+      await this.flushRunning(sessionId);
+      for await (const event of readJournal(path)) {
+        if (event.type === 'approval/decided' && event.data.callId === callId) throw alreadyDecided(sessionId, callId, event.data.decision);
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * The session's events after seq `after` (default 0: all), then each new one as it is journaled,
+   * each exactly once in seq order, until `signal` aborts or the iterator is returned.
+   * @throws HarnessError `SESSION_NOT_FOUND`, `INVALID_SESSION_ID` (when iteration starts).
+   */
+  events(sessionId: string, options: { after?: number; signal?: AbortSignal } = {}): EventQueue {
+    const path = this.pathOf(sessionId);
+    let last = options.after ?? 0;
+    let live = false;
+    const early: AnySessionEvent[] = [];
+    // Subscribed before the journal is read: an event is then in the file, or seen here, or both.
+    const unsubscribe = this.fanOut.subscribe(sessionId, (event) => {
+      if (!live) early.push(event);
+      else if (event.seq > last) {
+        last = event.seq;
+        queue.push(event);
+      }
+    });
+    const onAbort = (): void => queue.close();
+    const queue = new EventQueue(() => {
+      unsubscribe();
+      options.signal?.removeEventListener('abort', onAbort);
+    });
+    if (options.signal?.aborted) queue.close();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const catchUp = async (): Promise<void> => {
+      await this.flushRunning(sessionId);
+      for await (const event of readJournal(path)) {
+        if (event.seq <= last) continue;
+        last = event.seq;
+        queue.push(event);
+      }
+      for (const event of early) {
+        if (event.seq <= last) continue;
+        last = event.seq;
+        queue.push(event);
+      }
+      early.length = 0;
+      live = true;
+    };
+    catchUp().catch(() => queue.close());
+    return queue;
+  }
+
+  /** Subscribers of a session's live events (for tests and the bench). */
+  subscriberCount(sessionId: string): number {
+    return this.fanOut.count(sessionId);
+  }
+
+  /** Aborts every running turn, waits for them to be journaled and closed, stops the sink. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const done = [...this.running.values()].map((running) => {
+      running.controller.abort(new HarnessError('ABORTED', 'The server is shutting down.'));
+      return running.done;
+    });
+    await Promise.all(done);
+    for (const dispose of this.disposers.splice(0).reverse()) dispose();
+  }
+
+  private async finishTurn(sessionId: string, running: Running, iterator: AsyncIterator<AnySessionEvent>, settle: (end: SessionEvent<'turn/end'> | undefined) => void): Promise<void> {
+    let end: SessionEvent<'turn/end'> | undefined;
+    try {
+      for (;;) {
+        const next = await iterator.next();
+        if (next.done) break;
+        if (next.value.type === 'turn/end') end = next.value as SessionEvent<'turn/end'>;
+      }
+    } catch (error) {
+      this.harness.kernel.bus.report({ level: 'error', code: 'SERVE_TURN_FAILED', message: `Session ${sessionId}: the turn failed outside the loop: ${error instanceof Error ? error.message : String(error)}`, source: 'serve' });
+    } finally {
+      await running.session?.close().catch(() => undefined);
+      if (this.running.get(sessionId) === running) this.running.delete(sessionId);
+      settle(end);
+    }
+  }
+
+  private approverFor(sessionId: string, policy: PolicyService | undefined, policyName: string | undefined, signal: AbortSignal): ApproveFn {
+    const ask = (request: ApprovalRequest): Promise<ApprovalAnswer> =>
+      this.desk.ask(request, {
+        timeoutMs: this.approvalTimeoutMs,
+        signal,
+        onParked: async (pending) => {
+          await this.running.get(sessionId)?.session?.session.append('approval/requested', {
+            turn: pending.turn,
+            step: pending.step,
+            callId: pending.callId,
+            name: pending.name,
+            permission: pending.permission,
+            deadlineAtMs: pending.deadlineAtMs,
+          });
+        },
+      });
+    if (policy === undefined) {
+      if (policyName !== undefined) throw new HarnessError('UNKNOWN_POLICY', `Approval policy "${policyName}" needs the approvals plugin, which the config does not load; leave the policy out (every call is then asked) or load plugins/approvals.`);
+      return ask;
+    }
+    return policy.create(policyName ?? policy.defaultPolicy, {
+      ask: async (request) => {
+        const answer = await ask(request);
+        const decision = typeof answer === 'string' ? answer : answer.decision;
+        const reason = typeof answer === 'string' ? undefined : answer.reason;
+        return { allow: decision === 'allow', ...(reason ? { reason } : {}) };
+      },
+    });
+  }
+
+  private policyService(): PolicyService | undefined {
+    return this.harness.kernel.service<PolicyService>('approvals');
+  }
+
+  /** The journal path of a session id (never a path from a client). */
+  private pathOf(sessionId: string): string {
+    if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
+      throw new HarnessError('INVALID_SESSION_ID', `${JSON.stringify(String(sessionId)).slice(0, 80)} is not a session id (letters, digits, '.', '_', '-').`, { details: { sessionId: String(sessionId).slice(0, 80) } });
+    }
+    const path = join(this.harness.dataDir, 'sessions', `${sessionId}.jsonl`);
+    if (!existsSync(path)) throw new HarnessError('SESSION_NOT_FOUND', `No session ${sessionId}; GET /v1/sessions lists the sessions there are.`, { details: { sessionId } });
+    return path;
+  }
+
+  /** Writes what a running turn has queued, so a read of the file sees every event appended so far. */
+  private async flushRunning(sessionId: string): Promise<void> {
+    await this.running.get(sessionId)?.session?.session.checkpoint().catch(() => undefined);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new HarnessError('SERVER_CLOSED', 'The turn service is closed.');
+  }
+}
+
+/**
+ * A session id as the file store names journals (`<dataDir>/sessions/<id>.jsonl`): letters, digits,
+ * `.`, `_`, `-`, no separator. Checked here so a client's id can never be read as a path.
+ */
+const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+
+function busy(sessionId: string, turn: number | undefined): HarnessError {
+  return new HarnessError('SESSION_BUSY', `Session ${sessionId} is running turn ${turn ?? '(starting)'}; wait for its turn/end or abort it (POST /v1/sessions/${sessionId}/abort).`, { details: { sessionId, ...(turn === undefined ? {} : { turn }) } });
+}
+
+function titleOf(prompt: string): string {
+  const line = prompt.trim().split('\n')[0]!;
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+}
