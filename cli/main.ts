@@ -120,6 +120,27 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
       exit(await forkCommand(session, options, globals(), io));
     });
 
+  const port = (value: string): number => {
+    const n = positiveInt(value);
+    if (n > 65_535) throw new InvalidArgumentError('expected a TCP port, 0..65535 (0 picks a free one).');
+    return n;
+  };
+  program
+    .command('serve')
+    .description('serve the sessions over HTTP + Server-Sent Events (bearer token; 127.0.0.1 by default)')
+    .option('--host <host>', 'interface to bind (default 127.0.0.1; anything else exposes your workspaces to the network)')
+    .option('--port <port>', 'TCP port (default 7860; 0 picks a free one)', port)
+    .option('--store <store>', 'where sessions live: file (the JSONL journals in the data directory; the default)')
+    .option('--cwd <dir>', 'workspace of sessions created without one (default: the current directory)')
+    .addOption(new Option('-a, --approve <policy>', 'approval policy of turns that name none; asked calls wait for an answer over HTTP').choices(POLICIES))
+    .option('--approval-timeout-ms <ms>', 'deny an approval nobody answers after this long (default 300000)', positiveInt)
+    .option('--max-body-bytes <bytes>', 'largest request body (default 1048576; 413 beyond)', positiveInt)
+    .addHelpText('after', '\nEnvironment:\n  HARNESS_SERVE_TOKEN  the bearer token (at least 16 characters); without it one is generated and printed\n')
+    .action(async (options) => {
+      const { serveCommand } = await import('./commands/serve.ts');
+      exit(await serveCommand(options, globals(), io));
+    });
+
   const importCommand = program.command('import').description('import sessions from other tools');
   importCommand
     .command('dsh')

@@ -1,0 +1,67 @@
+/**
+ * The `harness serve` command as a user runs it: a generated token printed at start, 127.0.0.1 by
+ * default, a store it cannot open refused without echoing its credentials, SIGTERM ending a running
+ * turn as `aborted` and releasing the journal.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { readJournal, type AnySessionEvent } from '../../runtime/index.ts';
+import { journalPath } from '../../runtime/internal.ts';
+import { bin, cleanEnv, harness, tempDir } from '../cli/support.ts';
+
+const home = tempDir('serve-cli');
+afterAll(() => home.cleanup());
+
+describe('harness serve', { timeout: 60_000 }, () => {
+  it('prints a generated token, listens on 127.0.0.1, and on SIGTERM aborts the running turn and exits', async () => {
+    const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--cwd', home.dir], { env: cleanEnv({ HARNESS_HOME: home.dir }), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const { url, token } = await new Promise<{ url: string; token: string }>((resolve, reject) => {
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        out += d;
+        const u = /listening on (http:\/\/\S+)/.exec(out);
+        const t = /^token: (\S+)$/m.exec(out);
+        if (u && t) resolve({ url: u[1]!, token: t[1]! });
+      });
+      void exited.then((code) => reject(new Error(`exited ${code}: ${err}`)));
+    });
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(token.length).toBeGreaterThanOrEqual(32);
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    expect((await fetch(`${url}/v1/sessions`)).status).toBe(401);
+    const created = (await (await fetch(`${url}/v1/sessions`, { method: 'POST', headers, body: '{}' })).json()) as { session: { id: string } };
+    const id = created.session.id as string;
+    // The default config's scripted model is paced: the turn is still streaming when SIGTERM comes.
+    const submitted = await fetch(`${url}/v1/sessions/${id}/turns`, { method: 'POST', headers, body: JSON.stringify({ prompt: 'What is in this workspace?' }) });
+    expect(submitted.status).toBe(202);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(143);
+    const events: AnySessionEvent[] = [];
+    const path = journalPath(id, join(home.dir));
+    for await (const event of readJournal(path)) events.push(event);
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } });
+    expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+
+  it('refuses a store it cannot open, without echoing its password', async () => {
+    const result = await harness(['serve', '--port', '0', '--store', 'postgres://admin:s3cret@db.example/harness'], { home: home.dir });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('error STORE_UNSUPPORTED');
+    expect(result.stderr + result.stdout).not.toContain('s3cret');
+    const other = await harness(['serve', '--port', '0', '--store', 'mysql://u:hunter22@x/y'], { home: home.dir });
+    expect(other.stderr).toContain('error STORE_UNSUPPORTED');
+    expect(other.stderr).not.toContain('hunter22');
+  });
+
+  it('refuses a token shorter than 16 characters', async () => {
+    const result = await harness(['serve', '--port', '0'], { home: home.dir, env: { HARNESS_SERVE_TOKEN: 'short' } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('error INVALID_CONFIG');
+    expect(result.stderr).not.toContain('short\n');
+  });
+});
