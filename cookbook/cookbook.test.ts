@@ -84,6 +84,20 @@ describe('cookbook examples', { timeout: 120_000 }, () => {
     expect(result.sameJournal).toBe(true);
   });
 
+  it('serve: harness serve driven with fetch — a session, a turn, its approvals answered, its events over SSE', async () => {
+    const { main } = await import('./serve.ts');
+    const result = await main();
+    expect(result.status).toBe(202);
+    expect(result.turn).toMatchObject({ turn: 1, startSeq: 2 }); // seq 1 is the session's title
+    expect(result.seen.map((e) => e.seq)).toEqual(result.seen.map((_, i) => result.turn.startSeq + i));
+    expect(result.seen.at(-1)!.type).toBe('turn/end');
+    expect(result.approvals).toEqual(['list_dir: 200', 'read_file: 200']);
+    expect(result.reply).toContain('The workspace has 4 entries');
+    expect(result.turnEnd).toEqual({ turn: 1, reason: 'completed' });
+    expect(result.sessions).toBe(1);
+    expect(result.unauthorized).toBe(401);
+  });
+
   it('replay-and-resume: read, fold at a seq, fork, resume', async () => {
     const { main } = await import('./replay-and-resume.ts');
     const result = await main();
