@@ -34,6 +34,7 @@ declare module './kernel/context.ts' {
   }
 }
 
+/** What `harness.config.ts` default-exports through `defineConfig` (checked: unknown keys are `INVALID_CONFIG`). */
 export interface HarnessConfig {
   /** Where journals live (`<dataDir>/sessions/`). Default: `$HARNESS_HOME`, else `~/.harness`. */
   readonly dataDir?: string;
@@ -55,6 +56,7 @@ export function defineConfig<const C extends HarnessConfig>(config: C): C {
   return config;
 }
 
+/** A running harness (from `createHarness`): kernel, plugins, `ctx`, and the sessions it makes. */
 export interface Harness {
   readonly kernel: Kernel;
   readonly host: PluginHost;
@@ -82,6 +84,7 @@ export interface Harness {
   dispose(): Promise<void>;
 }
 
+/** Options of `harness.createSession()` / `openSession()`. */
 export interface SessionOptions {
   /** The workspace (default: the journal's `cwd`, else the process's). */
   readonly cwd?: string;
@@ -93,6 +96,7 @@ export interface SessionOptions {
   readonly now?: () => number;
 }
 
+/** Options of `createHarness()`: a config file or a config object, and overrides. */
 export interface CreateHarnessOptions {
   /** Path of a config module (default export `defineConfig(...)`). */
   configPath?: string;

@@ -93,7 +93,9 @@ export interface ApprovalRequest {
   readonly description: string;
 }
 
+/** The outcome of an approval. */
 export type ApprovalDecision = 'allow' | 'deny';
+/** What an approver returns: a decision, or one with who decided (journaled as `decidedBy`) and why. */
 export type ApprovalAnswer = ApprovalDecision | { readonly decision: ApprovalDecision; readonly decidedBy?: string; readonly reason?: string };
 
 /**
@@ -102,6 +104,7 @@ export type ApprovalAnswer = ApprovalDecision | { readonly decision: ApprovalDec
  */
 export type ApproveFn = (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>;
 
+/** Options of `session.run()` / `session.prompt()`: one turn's signal, approver and model choice. */
 export interface RunOptions {
   /** Cancels the turn (e.g. Ctrl-C): the stream stops, running tools are answered as aborted. */
   readonly signal?: AbortSignal;

@@ -77,6 +77,10 @@ export interface TurnResult {
 
 type StepEnd = { readonly reason: 'continue' } | { readonly reason: Exclude<TurnEndReason, 'interrupted'>; readonly failure?: LlmFailure };
 
+/**
+ * A session of the agent loop (seed 000), made by `harness.createSession()` / `openSession()`:
+ * `prompt()` for a turn's answer, `run()` for its live events, `state` for the fold, `close()`.
+ */
 export class AgentSession {
   private readonly options: AgentSessionOptions;
   private readonly journal: SessionJournal;

@@ -58,6 +58,7 @@ export type ToolExecute<Input> = (
   | string
   | AsyncGenerator<string, ToolOutput | StreamedToolOutput | string | void, void>;
 
+/** A tool as `defineTool` returns it and `ctx.tools` holds it (seed 003 BaseTool / ExecutableTool). */
 export interface ToolDefinition<Input = any> {
   /** Catalog key; equals `name`. */
   readonly id: string;

@@ -35,6 +35,7 @@ export interface SinkHook<E> {
   readonly mode: 'sink';
   readonly event: E;
 }
+/** How a hook delivers: `waterfall` (onion middleware), `emit` (contained observers), `sink` (ordered, awaited). */
 export type HookMode = 'waterfall' | 'emit' | 'sink';
 type AnyHook = WaterfallHook<any, any> | EmitHook<any> | SinkHook<any>;
 
@@ -71,34 +72,46 @@ export interface HookMap extends Harness.HookMap {
   'kernel/diagnostic': EmitHook<Diagnostic>;
 }
 
+/** Every declared hook name (`area/action`), core and merged into {@link HookMap}. */
 export type HookName = keyof HookMap & string;
 type NamesOf<Mode extends HookMode> = {
   [K in HookName]: HookMap[K] extends { mode: Mode } ? K : never;
 }[HookName];
+/** The names of the `waterfall` hooks in {@link HookMap}. */
 export type WaterfallName = NamesOf<'waterfall'>;
+/** The names of the `emit` hooks in {@link HookMap}. */
 export type EmitName = NamesOf<'emit'>;
+/** The names of the `sink` hooks in {@link HookMap}. */
 export type SinkName = NamesOf<'sink'>;
 
+/** The payload a waterfall hook's listeners receive (and may replace through `next(payload)`). */
 export type PayloadOf<K extends WaterfallName> = HookMap[K] extends WaterfallHook<infer P, any> ? P : never;
+/** What a waterfall hook's chain returns to the dispatch site. */
 export type ResultOf<K extends WaterfallName> = HookMap[K] extends WaterfallHook<any, infer R> ? R : never;
+/** The event an `emit` or `sink` hook delivers. */
 export type EventOf<K extends EmitName | SinkName> = HookMap[K] extends EmitHook<infer E> | SinkHook<infer E> ? E : never;
 
 /** Calls the rest of the chain; with no argument it passes on the payload this middleware received. */
 export type Next<P, R> = (payload?: P) => R;
+/** A waterfall middleware: call `next()` to run the rest of the chain, or return without it to replace the result (throw to veto). */
 export type WaterfallListener<P, R> = (payload: P, next: Next<P, R>) => R;
+/** An `emit` observer (not awaited; a throw is reported on `kernel/diagnostic`) or a `sink` (awaited in order; a throw reaches the emitter). */
 export type EventListener<E> = (event: E) => void | Promise<void>;
 
+/** The listener type `ctx.on(name, listener)` takes for hook `K`. */
 export type ListenerOf<K extends HookName> = HookMap[K] extends WaterfallHook<infer P, infer R>
   ? WaterfallListener<P, R>
   : HookMap[K] extends EmitHook<infer E> | SinkHook<infer E>
     ? EventListener<E>
     : never;
 
+/** Options of `ctx.on`. */
 export interface ListenOptions {
   /** Lower runs first (outermost for waterfalls). Default 0; ties keep registration order. */
   stage?: number;
 }
 
+/** Undoes one registration; calling it again does nothing. */
 export type Disposer = () => void;
 
 interface Tap {

@@ -30,6 +30,7 @@ export interface Failure {
   readonly [key: string]: unknown;
 }
 
+/** Options of `new HarnessError(code, message, options)`. */
 export interface HarnessErrorOptions {
   cause?: unknown;
   /** Extra JSON-safe fields copied into `failure`. */

@@ -18,6 +18,10 @@ import { importGeneration } from './module-loader.ts';
 
 const PLUGIN = Symbol.for('harness.plugin');
 
+/**
+ * What `definePlugin` returns: a name (unique per harness), an optional zod `config` schema and
+ * `setup(ctx, config)` (DESIGN "The kernel", Plugins). A config entry names it by `module` or `plugin`.
+ */
 export interface PluginDefinition<Config = unknown> {
   readonly name: string;
   readonly config?: z.ZodType<Config>;
@@ -60,12 +64,14 @@ export interface PluginSpec {
   config?: unknown;
 }
 
+/** A loaded plugin: its name, its generation (1, then +1 per reload) and the module it came from. */
 export interface PluginInfo {
   readonly name: string;
   readonly generation: number;
   readonly module?: string;
 }
 
+/** `plugin/reloaded` payload: a new generation is serving (swap and total times in ms). */
 export interface PluginReloadedEvent extends PluginInfo {
   /** Duration of the synchronous swap, in ms. */
   readonly swapMs: number;
@@ -73,6 +79,7 @@ export interface PluginReloadedEvent extends PluginInfo {
   readonly reloadMs: number;
 }
 
+/** `plugin/reload-failed` payload: the import or setup failed and the old generation keeps serving. */
 export interface PluginReloadFailedEvent {
   readonly name: string;
   readonly module?: string;

@@ -6,8 +6,10 @@ import { z } from 'zod';
 import { HarnessError, type Issue } from './errors.ts';
 import { deepFreeze } from './freeze.ts';
 
+/** A JSON Schema document (seed 003 `JsonSchema`), read-only; what the model sees of a tool's input. */
 export type JsonSchema = Readonly<Record<string, unknown>>;
 
+/** Seed 003 `SchemaAdapter`: a JSON Schema for the model plus a synchronous `parse` (see `zodSchema`). */
 export interface SchemaAdapter<Value> {
   readonly jsonSchema: JsonSchema;
   /**

@@ -36,6 +36,7 @@ class Slot {
   }
 }
 
+/** What {@link BlockAssembler.result} returns: content, finish reason, usage and the pruned replay state. */
 export interface AssembledMessage {
   /** Content in index order, after the keep/drop decision. Frozen. */
   readonly content: readonly ContentBlock[];
@@ -52,6 +53,11 @@ export interface AssembledMessage {
 
 const STOP: FinishReason = Object.freeze({ kind: 'stop' });
 
+/**
+ * Builds one message from a model stream, chunk by chunk (seed 002 14.2; rules above): `push` each
+ * chunk, then `result()`. Content and replay state stay in lock-step.
+ * @throws LlmError `MALFORMED_RESPONSE` from `push` on a chunk that breaks the protocol.
+ */
 export class BlockAssembler {
   private readonly slots: Slot[] = [];
   /** The slot of the last chunk: consecutive deltas of one block skip the lookup. */

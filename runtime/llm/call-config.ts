@@ -56,6 +56,11 @@ export interface RetryPolicyConfig {
   readonly jitterRatio?: number;
 }
 
+/**
+ * The retry policy of one prepared call (seed 002 14.4), every field filled: `maxRetries` attempts
+ * after the first, backoff from `initialDelayMs` doubling to `maxDelayMs` (ms) with `jitterRatio`
+ * (0–1); `always` retries every code but `AUTH` and `ABORTED` (see {@link RetryPolicyConfig}).
+ */
 export interface ResolvedRetryPolicy {
   readonly mode: 'normal' | 'always';
   readonly maxRetries: number;

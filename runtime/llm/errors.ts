@@ -6,6 +6,7 @@ import { HarnessError, toFailure, type HarnessErrorOptions } from '../kernel/err
 import { deepFreeze } from '../kernel/freeze.ts';
 import type { LlmErrorCode, LlmFailure } from './types.ts';
 
+/** A HarnessError from a model call, with an {@link LlmFailure} (codes: {@link LlmErrorCode}; seed 002 14.4). */
 export class LlmError extends HarnessError {
   declare readonly failure: LlmFailure;
   constructor(code: LlmErrorCode | (string & {}), message: string, options: HarnessErrorOptions = {}) {

@@ -70,10 +70,12 @@ export function createToolResultMessage(result: {
   }) as ToolResultMessage;
 }
 
+/** True for a model's reply (`role: 'assistant'`). */
 export function isAssistantMessage(message: Message): message is AssistantMessage {
   return message.role === 'assistant' && message.source.kind === 'model';
 }
 
+/** True for a tool's answer: source `tool`, exactly one `tool-result` block. */
 export function isToolResultMessage(message: Message): message is ToolResultMessage {
   return message.source.kind === 'tool' && message.content.length === 1 && message.content[0]!.type === 'tool-result';
 }

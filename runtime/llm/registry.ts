@@ -16,6 +16,7 @@ import type { LlmAdapter } from './adapter.ts';
 import { deepFreeze } from '../kernel/freeze.ts';
 import { LlmError } from './errors.ts';
 
+/** One provider route as `llm/adapters-updated` reports it. */
 export interface RouteInfo {
   readonly provider: string;
   /** The adapter kind (its replay format kind, or its class name). */

@@ -48,6 +48,7 @@ export interface PreparedCall {
   stream(options: GenerateOptions): AsyncIterable<StreamChunk>;
 }
 
+/** Options of `ctx.llm.prepareCall(config, options)`. */
 export interface PrepareOptions {
   /** A retry-policy layer over the provider's own (e.g. from the harness config). */
   retryPolicy?: RetryPolicyConfig;

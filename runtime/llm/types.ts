@@ -8,11 +8,14 @@
 import type { Failure } from '../kernel/errors.ts';
 import type { JsonSchema } from '../kernel/schema.ts';
 
+/** A message's id (a UUID unless the creator gave one). */
 export type MessageId = string;
+/** A tool call's id, as the model (or adapter) gave it; pairs a `tool-call` block with its `tool-result`. */
 export type CallId = string;
 
 // ── Content blocks ────────────────────────────────────────────────────────────────────────────
 
+/** Visible text of a message. */
 export interface TextBlock {
   readonly type: 'text';
   readonly text: string;
@@ -56,6 +59,7 @@ export interface ToolCallBlock {
   readonly arguments: string;
 }
 
+/** The answer to one tool call (`toolCallId`): text or images, `isError` when the call failed or was denied. */
 export interface ToolResultBlock {
   readonly type: 'tool-result';
   readonly toolCallId: CallId;
@@ -63,6 +67,7 @@ export interface ToolResultBlock {
   readonly isError: boolean;
 }
 
+/** Content block types by `type` (seed 002 14.1); extensible by declaration merging. */
 export interface ContentBlockMap {
   text: TextBlock;
   reasoning: ReasoningBlock;
@@ -71,7 +76,9 @@ export interface ContentBlockMap {
   'tool-call': ToolCallBlock;
   'tool-result': ToolResultBlock;
 }
+/** Any content block: `text | reasoning | image | file | tool-call | tool-result` (plus merged types). */
 export type ContentBlock = ContentBlockMap[keyof ContentBlockMap];
+/** The `type` tag of a content block. */
 export type ContentBlockType = ContentBlock['type'];
 
 // ── Messages ──────────────────────────────────────────────────────────────────────────────────
@@ -89,15 +96,19 @@ export interface ReplayEnvelope {
   readonly blocks?: readonly unknown[];
 }
 
+/** Where a message came from, by `kind` (seed 002 14.1); extensible by declaration merging. */
 export interface MessageSourceMap {
   user: { readonly kind: 'user' };
   plugin: { readonly kind: 'plugin'; readonly plugin: string; readonly form?: ContextForm };
   model: { readonly kind: 'model'; readonly provider: string; readonly model: string; readonly replayState?: ReplayEnvelope };
   tool: { readonly kind: 'tool'; readonly callId: CallId };
 }
+/** `user | plugin{plugin, form?} | model{provider, model, replayState?} | tool{callId}`. */
 export type MessageSource = MessageSourceMap[keyof MessageSourceMap];
+/** The source of a model's reply: its route, model and the adapter's opaque replay state. */
 export type ModelSource = MessageSourceMap['model'];
 
+/** One message of a conversation (seed 002 14.1): `{id, role, content, source}`, deep-frozen by its constructors. */
 export interface Message {
   readonly id: MessageId;
   readonly role: 'system' | 'user' | 'assistant';
@@ -170,6 +181,7 @@ export interface LlmFailure extends Failure {
   readonly code: LlmErrorCode | (string & {});
 }
 
+/** Why a model call ended, by `kind` (seed 002 14.2); `aborted` and `error` carry the failure. */
 export interface FinishReasonMap {
   stop: { readonly kind: 'stop' };
   'tool-calls': { readonly kind: 'tool-calls' };
@@ -177,10 +189,21 @@ export interface FinishReasonMap {
   aborted: { readonly kind: 'aborted'; readonly failure: LlmFailure };
   error: { readonly kind: 'error'; readonly failure: LlmFailure };
 }
+/** `stop | tool-calls | max-tokens | aborted{failure} | error{failure}`. */
 export type FinishReason = FinishReasonMap[keyof FinishReasonMap];
 
 // ── Stream chunks ─────────────────────────────────────────────────────────────────────────────
 
+/**
+ * The chunks of a model stream, by `type` (seed 002 14.2). The protocol, in order:
+ * - per content block: `block-start{index, blockType}`, then its deltas (`text-delta`,
+ *   `reasoning-delta`, `tool-call-delta` with a raw JSON fragment), then `block-end{index, block}`
+ *   with the complete block; `index` is the block's 0-based position in the message. A stream of
+ *   deltas alone (no start/end) is valid too; a delta after its block ended is ignored.
+ * - `usage{usage}` anywhere before the finish, any number of times (merged field by field, a later
+ *   value wins); counts are disjoint and an unknown count is absent, never 0.
+ * - `finish{finish, replayState?}` last: nothing follows it. A missing finish is read as `stop`.
+ */
 export interface StreamChunkMap {
   'block-start': { readonly type: 'block-start'; readonly index: number; readonly blockType: string; readonly id?: string; readonly name?: string };
   'text-delta': { readonly type: 'text-delta'; readonly index: number; readonly text: string };
@@ -192,6 +215,7 @@ export interface StreamChunkMap {
   /** Terminal: nothing follows it. A successful finish may carry the full replay envelope. */
   finish: { readonly type: 'finish'; readonly finish: FinishReason; readonly replayState?: ReplayEnvelope };
 }
+/** Any stream chunk (see {@link StreamChunkMap} for the order). */
 export type StreamChunk = StreamChunkMap[keyof StreamChunkMap];
 
 // ── Requests ──────────────────────────────────────────────────────────────────────────────────

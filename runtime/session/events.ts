@@ -107,6 +107,7 @@ export interface SessionEventMap extends Harness.SessionEventMap {
   'session/title': { readonly title: string };
 }
 
+/** Every event type name: the core ones and those merged into `Harness.SessionEventMap`. */
 export type SessionEventType = keyof SessionEventMap & string;
 
 /** One journal record. `ignorable` records may be skipped by a reader that does not know their type. */

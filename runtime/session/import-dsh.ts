@@ -52,6 +52,7 @@ export interface AssemblerMismatch {
   readonly assembled: unknown;
 }
 
+/** A DeepSeek Harness session read as ours (`importDshSession`), not yet written. */
 export interface DshImport {
   /** Our header (`importedFrom: { format: 'dsh', path, sessionId, header }`). */
   readonly header: SessionHeader;
@@ -355,6 +356,7 @@ function normalizeFinish(reason: any): FinishReason {
   return { kind: 'error', failure: { code: 'UNKNOWN', message: `Unknown finish reason ${JSON.stringify(reason)} (imported).` } } as FinishReason;
 }
 
+/** Options of `writeImportedSession`. */
 export interface WriteImportedOptions extends JournalIoOptions {
   readonly dataDir?: string;
   /** Our session id (default: theirs when it is a valid file name, else a random UUID). */

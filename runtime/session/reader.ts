@@ -275,6 +275,7 @@ export async function scanJournal(path: string, options: ScanOptions = {}): Prom
   };
 }
 
+/** Options of `readJournal`. */
 export interface ReadJournalOptions {
   /** Skip corrupt middle lines instead of failing (they are reported to `onSkip`). */
   readonly salvage?: boolean;
@@ -403,6 +404,7 @@ export interface OpenedSession {
   readonly interrupted: boolean;
 }
 
+/** Options of the read-only `openSession` (`dataDir` resolves a bare session id). */
 export interface OpenSessionOptions {
   readonly dataDir?: string;
   /** Skip corrupt lines instead of failing (see `skipped`). */

@@ -35,6 +35,7 @@ export interface Surface {
 /** Mutates an immer draft of the state for one event (run inside `produce`); the surface beside it. */
 export type EventReducer = (draft: Draft<SessionState>, event: AnySessionEvent, surface: Surface) => void;
 
+/** How `registerEventType(type, options)` treats a plugin's event type. */
 export interface EventTypeOptions {
   /** How the type changes the state; without it, the type is known but does not touch the state. */
   readonly reduce?: EventReducer;

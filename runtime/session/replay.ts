@@ -18,6 +18,7 @@ import { planRepair } from './repair.ts';
 import { SnapshotReader, type RecordedRequest } from './snapshot.ts';
 import type { SessionState } from './types.ts';
 
+/** Options of `forkSession(source, options)`. */
 export interface ForkOptions extends JournalIoOptions {
   /** The last source event the fork keeps (0 keeps none). */
   readonly atSeq: number;

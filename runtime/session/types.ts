@@ -4,6 +4,7 @@
 import type { CallId, Message, TokenUsage } from '../llm/types.ts';
 import type { AnySessionEvent, RequestHeader, SessionEvent, SessionEventMap, SessionEventType, SessionHeader, TurnEndReason } from './events.ts';
 
+/** A journaled tool call still without its `tool/result` (in `SessionState.pendingToolCalls`). */
 export interface PendingToolCall {
   readonly callId: CallId;
   readonly name: string;
@@ -44,6 +45,7 @@ export interface SessionState {
   readonly compacting: boolean;
 }
 
+/** Options of `SessionJournal.append` / `SessionHandle.append`. */
 export interface AppendOptions {
   /** Mark the record `ignorable` (a reader that does not know its type may skip it). */
   ignorable?: boolean;
