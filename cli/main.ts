@@ -4,7 +4,11 @@
  * `./harness.config.ts` in the working directory, else the project's own) and the data directory
  * (`--data-dir`, else the config's `dataDir`, else `$HARNESS_HOME`, else `~/.harness`).
  *
- * Errors: a HarnessError prints `error CODE: message` and exits 1, followed by a `hint:` line with
+ * Exit codes ({@link EXIT_CODES}): 0 done, 1 error, 2 usage (a command line the parser refuses, an
+ * INVALID_ARGUMENTS or EMPTY_PROMPT error), 130 interrupted (Ctrl-C), 128 + n stopped by a signal
+ * (143 SIGTERM, 129 SIGHUP).
+ *
+ * Errors: a HarnessError prints `error CODE: message` and exits 1 (2 for a usage error), followed by a `hint:` line with
  * the flag or command to use when the CLI has one for that code (and, for a config or plugin that
  * does not load, the `file:line:col` of the problem); a file-system error prints its code the same
  * way; anything else prints its message (its stack with `--debug`) and exits 1.
@@ -20,6 +24,12 @@ import { printable } from './format.ts';
 import { exitAfterFlush, installProcessHandlers, STOP_FLUSH_MS, stopRequested } from './lifecycle.ts';
 import type { GlobalOptions } from './setup.ts';
 import { errorLocation, hintFor, openedDataDir, POLICIES, withConfigPath } from './setup.ts';
+
+/** The exit codes, as `--help` and the README document them. */
+export const EXIT_CODES = { done: 0, error: 1, usage: 2, interrupted: 130, SIGHUP: 129, SIGTERM: 143 } as const;
+
+/** Error codes that mean "the command line is wrong" (exit 2, like the parser's own errors). */
+const USAGE_ERRORS: ReadonlySet<string> = new Set(['INVALID_ARGUMENTS', 'EMPTY_PROMPT']);
 
 /** A seq: decimal digits only (`Number` would take "", "0x10", "1e2"), at most 2^53 - 1. */
 const positiveInt = (value: string): number => {
@@ -55,6 +65,9 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
         '  OPENAI_BASE_URL, DEEPSEEK_BASE_URL, ANTHROPIC_BASE_URL  other endpoints for them',
         '  NO_COLOR           no colours',
         '',
+        'Exit codes: 0 done · 1 error · 2 usage (a bad command line) · 130 interrupted (Ctrl-C) ·',
+        '  143 / 129 stopped by SIGTERM / SIGHUP',
+        '',
         'Tools: the file tools are confined to the workspace (--cwd); exec_command runs a shell in the',
         'workspace directory, which can reach anything the shell can — approve it with care.',
       ].join('\n'),
@@ -70,7 +83,9 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
       .option('-r, --resume <session>', 'continue a session (id or journal path)')
       .option('--reasoning-effort <effort>', 'reasoning effort for the model (e.g. low, medium, high)');
 
-  turnOptions(program.command('run').argument('<prompt>', 'what to ask').description('run one turn and stream it; prints the journal and how to replay it')).action(async (prompt: string, options) => {
+  turnOptions(program.command('run').argument('<prompt>', 'what to ask (- reads it from stdin)').description('run one turn and stream it; prints the journal and how to replay it'))
+    .option('--json', 'print the journal\'s records instead of the transcript: its header, then each event as it is journaled, one JSON object per line, nothing else on stdout')
+    .action(async (prompt: string, options) => {
     const { runCommand } = await import('./commands/run.ts');
     exit(await runCommand(prompt, options, globals(), io));
   });
@@ -167,8 +182,10 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     await program.parseAsync([...argv], { from: 'user' });
     return code;
   } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode;
-    return reportError(error, io, program.opts<GlobalOptions>());
+    // --help and --version end with 0; every other parser error is a usage error.
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : EXIT_CODES.usage;
+    const code = await reportError(error, io, program.opts<GlobalOptions>());
+    return HarnessError.is(error) && USAGE_ERRORS.has(error.code) ? EXIT_CODES.usage : code;
   }
 }
 

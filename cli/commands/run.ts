@@ -2,14 +2,23 @@
  * `harness run "<prompt>"`: one turn, streamed — reasoning dimmed, text, tool calls with the first
  * lines of their results, retries — then a footer with tokens and cost (this turn and the whole
  * session), the journal path and the replay command. Exit code: 0 completed (or max-tokens), 1 error,
- * 130 cancelled (Ctrl-C), 128 + n for a signal (143 SIGTERM, 129 SIGHUP; see lifecycle.ts).
+ * 2 usage (a bad command line, an empty prompt), 130 cancelled (Ctrl-C), 128 + n for a signal (143
+ * SIGTERM, 129 SIGHUP; see lifecycle.ts).
+ *
+ * `harness run -` reads the prompt from stdin (to its end). `--json` prints, instead of the
+ * transcript, the journal's records as they are written, one JSON object per line and nothing else
+ * on stdout: first the journal's header line (`{"type":"session","version":1,"id",…}`), then every
+ * event this command appends (`{seq, type, atMs, data}`, exactly as in the journal file; for a new
+ * session from `session/title` to `turn/end`) — so for a new session the output equals
+ * `harness replay --json <id>`. Errors and notices go to stderr; nobody is asked for approvals (the
+ * policy decides alone).
  *
  * Nothing is journaled before the prompt, the workspace and the call (provider, model, reasoning
  * effort, the adapter's preflight: a missing key) have been checked.
  */
 import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
-import { HarnessError, readJournalHeader, type AgentSession, type ApprovalRequest, type Harness } from '../../runtime/index.ts';
+import { HarnessError, readJournalHeader, type AgentSession, type AnySessionEvent, type ApprovalRequest, type Harness, type SessionEvent } from '../../runtime/index.ts';
 import { askInTerminal, type Ask, type AskAnswer } from '../approval.ts';
 import { shellQuote, type Io } from '../env.ts';
 import { printable } from '../format.ts';
@@ -18,15 +27,59 @@ import { LiveRenderer } from '../render.ts';
 import { checkWorkspace, makeApprover, openHarness, resolveCall, selfWithGlobals, sessionArgument, sessionHints, sessionPath, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
 import { UsageTally } from '../usage.ts';
 
-export async function runCommand(prompt: string, options: TurnOptions, globals: GlobalOptions, io: Io): Promise<number> {
+export interface RunOptions extends TurnOptions {
+  /** One JSON object per journal record on stdout, nothing else (see the module doc). */
+  readonly json?: boolean;
+}
+
+export async function runCommand(promptArgument: string, options: RunOptions, globals: GlobalOptions, io: Io): Promise<number> {
+  const fromStdin = promptArgument === '-';
+  const prompt = fromStdin ? await readPrompt(io) : promptArgument;
   if (prompt.trim() === '') throw new HarnessError('EMPTY_PROMPT', 'The prompt is empty; say what the agent should do, e.g. harness run "What is in this workspace?".');
   const cwd = options.cwd ? checkWorkspace(resolve(options.cwd), '--cwd') : undefined;
   const harness = await openHarness(globals, io);
   try {
-    return await runTurn(harness, prompt, { ...options, ...(cwd ? { cwd } : {}) }, globals, io);
+    return await runTurn(harness, prompt, { ...options, ...(cwd ? { cwd } : {}) }, globals, io, { canAsk: !fromStdin && options.json !== true });
   } finally {
     await harness.dispose();
   }
+}
+
+/** The prompt of `harness run -`: stdin to its end, without the trailing newline(s). */
+async function readPrompt(io: Io): Promise<string> {
+  if (process.stdin.isTTY) io.err.write(io.c.dim('reading the prompt from stdin; end it with Ctrl-D\n'));
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8').replace(/\s+$/, '');
+}
+
+/** What a run shows its events with: the live transcript, or (`--json`) the journal's records. */
+interface RunOutput {
+  event(event: AnySessionEvent): void;
+  /** A notice of its own (a cancellation): stdout for the transcript, stderr beside JSON. */
+  line(text: string): void;
+  finish(): void;
+  readonly messageCount: number;
+  readonly lastTurnEnd: SessionEvent<'turn/end'> | undefined;
+}
+
+/** `--json`: each record as one line of JSON, exactly as journaled. */
+class JsonRecords implements RunOutput {
+  messageCount = 0;
+  lastTurnEnd: SessionEvent<'turn/end'> | undefined;
+  constructor(private readonly io: Io) {}
+  record(record: unknown): void {
+    this.io.out.write(`${JSON.stringify(record)}\n`);
+  }
+  event(event: AnySessionEvent): void {
+    if (event.type === 'assistant/message') this.messageCount++;
+    if (event.type === 'turn/end') this.lastTurnEnd = event as SessionEvent<'turn/end'>;
+    this.record(event);
+  }
+  line(text: string): void {
+    this.io.err.write(`${text}\n`);
+  }
+  finish(): void {}
 }
 
 /** Opens the session to resume, checking first that its workspace still exists (unless --cwd gives another). */
@@ -43,14 +96,16 @@ export async function resumeSession(harness: Harness, resume: string, cwd: strin
   return opened.session;
 }
 
-async function runTurn(harness: Harness, prompt: string, options: TurnOptions, globals: GlobalOptions, io: Io): Promise<number> {
+async function runTurn(harness: Harness, prompt: string, options: RunOptions, globals: GlobalOptions, io: Io, mode: { canAsk: boolean }): Promise<number> {
   const controller = new AbortController();
   /** How the turn was cancelled, for the approval prompt and the closing line. */
   let cancelledBy: string | undefined;
   /** The stop request, once one came (set from the stop handler, so read through a function). */
   let stopRequest: StopRequest | undefined;
   const stopped = (): StopRequest | undefined => stopRequest;
-  const renderer = new LiveRenderer(io);
+  const json = options.json === true ? new JsonRecords(io) : undefined;
+  const live = json ? undefined : new LiveRenderer(io);
+  const renderer: RunOutput = json ?? live!;
   // From here on the command holds (or is about to hold) a journal: a stop request aborts the turn.
   const disposeStop = onStop((request) => {
     stopRequest = request;
@@ -65,14 +120,17 @@ async function runTurn(harness: Harness, prompt: string, options: TurnOptions, g
       session = await resumeSession(harness, options.resume, options.cwd, io);
       call = await resolveCall(harness, options, session);
       if (stopped()) return stopped()!.exitCode;
+      json?.record(await readJournalHeader(session.path));
     } else {
       call = await resolveCall(harness, options); // fails fast, before a journal exists
       if (stopped()) return stopped()!.exitCode;
       session = await harness.createSession(options.cwd ? { cwd: options.cwd } : {});
-      await session.session.append('session/title', { title: titleOf(prompt) });
+      json?.record(await readJournalHeader(session.path));
+      const title = await session.session.append('session/title', { title: titleOf(prompt) });
+      json?.event(title as AnySessionEvent);
     }
     const tally = options.resume ? await UsageTally.of(session) : new UsageTally();
-    const ask: Ask | undefined = process.stdin.isTTY && io.interactive ? (request) => askOnce(request, io, renderer, controller.signal, () => cancelledBy) : undefined;
+    const ask: Ask | undefined = live && mode.canAsk && process.stdin.isTTY && io.interactive ? (request) => askOnce(request, io, live, controller.signal, () => cancelledBy) : undefined;
     const approve = makeApprover(harness, options.approve, ask);
     let interrupts = 0;
     const onSigint = () => {
@@ -110,7 +168,9 @@ async function runTurn(harness: Harness, prompt: string, options: TurnOptions, g
     if (reason === 'error') io.err.write(`${io.c.red(`error ${printable(failure?.code ?? 'UNKNOWN')}:`)} ${printable(failure?.message ?? 'the turn failed')}\n`);
     else if (reason === 'aborted' && stop?.cause !== 'EPIPE') io.err.write(io.c.yellow(`cancelled: the turn was aborted${stop ? ` (${stop.label})` : ''}\n`));
     else if (reason === 'max-tokens') io.err.write(io.c.yellow('note: the reply hit the model\'s output limit (max-tokens); resume to continue\n'));
-    if (!quiet) {
+    if (json) {
+      // stdout carries the records only.
+    } else if (!quiet) {
       io.out.write(`\n${io.c.dim(tally.footer(harness, io))}\n`);
       io.out.write(`${sessionHints(session, harness.dataDir, globals, io)}\n`);
     } else {

@@ -81,7 +81,7 @@ describe('prompts and sessions that would be empty', { timeout: 120_000 }, () =>
       harness(['chat', '--config', config, '--cwd', demo], { home: fresh, input: '\n/exit\n' }),
     ]);
     for (const result of [empty, blank]) {
-      expect(result.code).toBe(1);
+      expect(result.code).toBe(2); // a usage error
       expect(result.stderr).toBe('error EMPTY_PROMPT: The prompt is empty; say what the agent should do, e.g. harness run "What is in this workspace?".\n');
     }
     for (const result of [eof, exit]) {
@@ -232,7 +232,7 @@ describe('flags', { timeout: 120_000 }, () => {
     expect(lines(missing!.stderr)[0]).toBe("error INVALID_ARGUMENTS: missing required argument 'session'");
     for (const result of badSeqs) expect(lines(result.stderr)[0]).toMatch(/^error INVALID_ARGUMENTS: option '--at <seq>' argument '.*' is invalid\. expected a whole number ≥ 0 in decimal digits/);
     for (const result of results) {
-      expect(result.code).toBe(1);
+      expect(result.code).toBe(2); // a usage error
       expect(lines(result.stderr)[1]).toMatch(/^hint: `.+ --help` \(or `.+ <command> --help`\) lists the commands, arguments and options\.$/);
     }
     const good = await harness(['replay', journal, '--at', '3', '--config', config], opts());
@@ -251,7 +251,7 @@ describe('flags', { timeout: 120_000 }, () => {
       'error INVALID_ARGUMENTS: --at cannot be combined with --salvage: --at is the state at one seq (with --json: as JSON). Run them one at a time.\n',
     ]);
     for (const result of results) {
-      expect(result.code).toBe(1);
+      expect(result.code).toBe(2); // a usage error
       expect(result.stdout).toBe('');
     }
   });
@@ -262,6 +262,7 @@ describe('flags', { timeout: 120_000 }, () => {
     expect(help.stdout).toContain("the config's dataDir");
     expect(help.stdout).toContain('HARNESS_HOME');
     expect(help.stdout).toContain('exec_command runs a shell in the');
+    expect(help.stdout).toContain('Exit codes: 0 done · 1 error · 2 usage (a bad command line) · 130 interrupted (Ctrl-C) ·\n  143 / 129 stopped by SIGTERM / SIGHUP');
     expect(fork.stdout).toMatch(/--close-turn\s+allow a seq inside a turn \(refused otherwise, FORK_INSIDE_TURN\)/);
   });
 

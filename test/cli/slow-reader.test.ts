@@ -3,7 +3,7 @@
  * Node, so an exit right after a command would drop what the reader has not taken yet. The sharpest
  * case is output a little over the pipe's buffer (64 KiB on Linux): what is left queued is then under
  * the stream's high-water mark, so no 'drain' is awaited — hence the "pipeful" sizes next to the
- * 1 MB ones. A reader that
+ * 1 MB ones. Covered: replay --json, the transcript, sessions --json, run --json. A reader that
  * went away (`| head -1`) still ends the command at once with 0; a stop (SIGTERM) while a reader
  * never reads exits 143 after a bounded flush.
  */
@@ -68,6 +68,15 @@ describe('a reader that is slow to start reading gets everything', { timeout: 12
     const { output, code } = await throughSlowReader(`replay --json ${q(journal[which])}`);
     expect(code).toBe(0);
     expect(lines(output)).toEqual(lines(readFileSync(journal[which], 'utf8')));
+  });
+
+  it.each(['huge', 'journal-pipeful'] as const)('run --json of a %s turn yields exactly its journal', async (model) => {
+    const { output, code } = await throughSlowReader(`run --json 'Say a lot.' --model ${model}`);
+    expect(code).toBe(0);
+    const printed = lines(output);
+    const written = readFileSync(join(home, 'sessions', `${printed[0].id}.jsonl`), 'utf8');
+    expect(printed).toEqual(lines(written));
+    expect(printed.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
   });
 
   it.each(['huge', 'transcript-pipeful'] as const)('the transcript of a %s journal arrives whole: the same text as written to a file', async (which) => {
