@@ -221,7 +221,10 @@ async function streamEvents(turns: TurnService, request: FastifyRequest<{ Params
   const maxQueued = options.maxQueuedEvents ?? 50_000;
   try {
     for await (const event of events) {
-      if (!res.write(frameOf(event))) {
+      // What queued meanwhile goes out in the same write (a burst of chunks is one syscall).
+      let text = frameOf(event);
+      if (events.queued > 0) for (const more of events.drain()) text += frameOf(more);
+      if (!res.write(text)) {
         if (events.queued > maxQueued) break; // a client this far behind reconnects with Last-Event-ID
         await new Promise<void>((resolve) => {
           const done = (): void => {

@@ -50,6 +50,15 @@ export class EventQueue implements AsyncIterableIterator<AnySessionEvent> {
     return new Promise((resolve) => (this.waiting = resolve));
   }
 
+  /** Takes every event already queued, without waiting (a writer batches them into one write). */
+  drain(): AnySessionEvent[] {
+    if (this.head >= this.buffer.length) return [];
+    const out = this.head === 0 ? this.buffer : this.buffer.slice(this.head);
+    this.buffer = [];
+    this.head = 0;
+    return out;
+  }
+
   /** Events already queued (to drain without waiting). */
   get queued(): number {
     return this.buffer.length - this.head;
