@@ -7,6 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: 'forks',
     execArgv: ['--import', 'tsx'],
-    server: { deps: { external: [/\/runtime\//, /\/cli\//, /\/plugins\//, /\/testing\//, /\/test\/\.tmp-/] } },
+    server: { deps: { external: [/\/runtime\//, /\/cli\//, /\/plugins\//, /\/testing\//, /\/stack\//, /\/test\/\.tmp-/] } },
   },
 });

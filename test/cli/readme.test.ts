@@ -55,8 +55,8 @@ describe('README', { timeout: 120_000 }, () => {
     expect(help.stdout).toContain('$HARNESS_CONFIG');
   });
 
-  it('says what is confined and what is not: the file tools are, exec_command is not (README and harness.config.ts)', () => {
-    const config = readFileSync(join(projectRoot, 'harness.config.ts'), 'utf8');
+  it('says what is confined and what is not: the file tools are, exec_command is not (README and the built-in stack)', () => {
+    const config = readFileSync(join(projectRoot, 'stack/index.ts'), 'utf8');
     expect(config).not.toMatch(/exec_command[^\n]*confined to the session's cwd/);
     expect(config).toContain('exec_command runs `bash -c` IN the workspace directory, but a shell');
     expect(readme).toContain('`exec_command` is not\nconfined');
