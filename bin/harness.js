@@ -1,8 +1,15 @@
 #!/usr/bin/env node
-// The `harness` command: registers tsx (the runtime is TypeScript, run as is), then hands over to
-// cli/main.ts.
-import { register } from 'tsx/esm/api';
+// The `harness` command. Installed, it runs the built CLI (dist/cli/bin.js) with plain node: tsx is
+// registered only later, and only to load a project's own TypeScript (its config and plugins).
+// In a source checkout of Harness (cli/bin.ts next to this folder; the package ships no cli/), it runs
+// the sources through tsx instead, so an edit needs no rebuild (npm test, node bin/harness.js).
+import { existsSync } from 'node:fs';
 
-register();
-const { runCli } = await import('../cli/main.ts');
-await runCli(process.argv.slice(2));
+const source = new URL('../cli/bin.ts', import.meta.url);
+if (existsSync(source)) {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import(source.href);
+} else {
+  await import('../dist/cli/bin.js');
+}

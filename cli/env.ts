@@ -7,8 +7,18 @@ import { basename, dirname, isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pc from 'picocolors';
 
-/** The folder of this repository's package.json (cli/ is one level below it). */
-export const projectRoot: string = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+/**
+ * The package's folder: the nearest one above this module holding a package.json (cli/ in a source
+ * checkout, dist/cli/ when built or installed).
+ */
+export const projectRoot: string = packageRoot(dirname(fileURLToPath(import.meta.url)));
+
+function packageRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(resolve(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) return resolve(from, '..');
+  }
+}
 
 /** The CLI's version (package.json). */
 export function cliVersion(): string {
