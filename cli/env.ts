@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pc from 'picocolors';
+import { secrets } from '../runtime/index.ts';
 
 /**
  * The package's folder: the nearest one above this module holding a package.json (cli/ in a source
@@ -76,7 +77,34 @@ export interface Io {
 }
 
 export function processIo(): Io {
+  maskSecretsIn(process.stdout);
+  maskSecretsIn(process.stderr);
   return { out: process.stdout, err: process.stderr, c: pc, interactive: process.stdout.isTTY === true };
+}
+
+const MASKED = Symbol.for('harness.cli.masked-stream');
+
+/**
+ * Every write to `stream` goes through the secret redactor (known API keys, vault values): the one
+ * door everything printed passes, a provider's error text and a command's live output included.
+ * A value split across two writes is not caught here; the journal and the tool result mask it whole.
+ */
+function maskSecretsIn(stream: NodeJS.WriteStream): void {
+  const holder = stream as NodeJS.WriteStream & { [MASKED]?: true };
+  if (holder[MASKED]) return;
+  holder[MASKED] = true;
+  const write = stream.write.bind(stream) as (chunk: unknown, ...rest: unknown[]) => boolean;
+  stream.write = ((chunk: unknown, ...rest: unknown[]): boolean => {
+    const redactor = secrets();
+    if (redactor.size > 0) {
+      if (typeof chunk === 'string') chunk = redactor.redact(chunk);
+      else if (chunk instanceof Uint8Array) {
+        const text = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8');
+        if (redactor.holds(text)) chunk = redactor.redact(text);
+      }
+    }
+    return write(chunk, ...rest);
+  }) as NodeJS.WriteStream['write'];
 }
 
 /**

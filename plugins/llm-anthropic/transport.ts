@@ -16,7 +16,7 @@
  *   `timeout_error` → `TIMEOUT`, `invalid_request_error` → `INVALID_REQUEST`, else `SERVER`.
  */
 import Anthropic from '@anthropic-ai/sdk';
-import { LlmError, mapSdkFailure, retryAfterMsOf, StreamPump, type LlmErrorCode, type StreamParser } from '../../runtime/index.ts';
+import { LlmError, mapSdkFailure, retryAfterMsOf, sdkLogger, secrets, StreamPump, type LlmErrorCode, type StreamParser } from '../../runtime/index.ts';
 import type { AnthropicRoute } from './config.ts';
 
 const TYPE_MAP: Record<string, LlmErrorCode> = {
@@ -66,7 +66,7 @@ function mapApiError(error: InstanceType<typeof Anthropic.APIError>, provider: s
   const code = classifyAnthropicError({ status, type, errorCode, message: apiMessage });
   const retryAfterMs = error.headers ? retryAfterMsOf(error.headers) : undefined;
   const where = status === undefined ? ' (error event mid-stream)' : '';
-  return new LlmError(code, `Provider "${provider}"${status !== undefined ? ` (HTTP ${status})` : ''}${where}: ${type ? `${type}: ` : ''}${apiMessage}`, {
+  return new LlmError(code, `Provider "${provider}"${status !== undefined ? ` (HTTP ${status})` : ''}${where}: ${type ? `${type}: ` : ''}${secrets().redact(String(apiMessage))}`, {
     cause: error,
     details: { provider, status, providerCode: errorCode ?? type, providerType: type, providerRetryAfterMs: retryAfterMs },
   });
@@ -74,7 +74,10 @@ function mapApiError(error: InstanceType<typeof Anthropic.APIError>, provider: s
 
 /** The SDK client of a route (its own retries off: llm-retry is the one retry layer). */
 export function createAnthropicClient(route: AnthropicRoute, apiKey: string): Anthropic {
-  return new Anthropic({ apiKey, baseURL: route.baseURL, maxRetries: 0, ...(route.headers ? { defaultHeaders: route.headers } : {}) });
+  // The key is masked wherever it could be echoed (a provider's error text, a log line).
+  secrets().add(apiKey, route.apiKeyEnv ?? `${route.provider} API key`);
+  // The SDK's own log lines (an unparseable stream frame, say) go out escaped and masked, not raw.
+  return new Anthropic({ apiKey, baseURL: route.baseURL, maxRetries: 0, logger: sdkLogger(`[anthropic sdk]`), ...(route.headers ? { defaultHeaders: route.headers } : {}) });
 }
 
 /** Drives one Anthropic SDK stream through a parser (see the kit's `StreamPump`). */

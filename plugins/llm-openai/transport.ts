@@ -8,7 +8,7 @@
  * Failures carry `details: { status?, providerCode?, providerType?, providerRetryAfterMs?, provider }`.
  */
 import OpenAI from 'openai';
-import { LlmError, mapSdkFailure, retryAfterMsOf, StreamPump, type LlmErrorCode, type StreamParser } from '../../runtime/index.ts';
+import { LlmError, mapSdkFailure, retryAfterMsOf, sdkLogger, secrets, StreamPump, type LlmErrorCode, type StreamParser } from '../../runtime/index.ts';
 import type { OpenAIRoute } from './config.ts';
 
 /** Maps what the OpenAI SDK (or the network under it) throws to an `LlmError`. */
@@ -25,7 +25,7 @@ function mapApiError(error: InstanceType<typeof OpenAI.APIError>, provider: stri
   const retryAfterMs = error.headers ? retryAfterMsOf(error.headers) : undefined;
   const text = typeof inner?.message === 'string' ? inner.message : error.message;
   const where = error.status === undefined ? ' (mid-stream error event)' : '';
-  return new LlmError(code, `Provider "${provider}"${status !== undefined ? ` (HTTP ${status})` : ''}${where}: ${text}`, {
+  return new LlmError(code, `Provider "${provider}"${status !== undefined ? ` (HTTP ${status})` : ''}${where}: ${secrets().redact(String(text))}`, {
     cause: error,
     details: { provider, status, providerCode, providerType, providerRetryAfterMs: retryAfterMs },
   });
@@ -77,7 +77,10 @@ export function classifyProviderError(input: { status?: number; providerCode?: s
 
 /** The SDK client of a route (its own retries off: llm-retry is the one retry layer). */
 export function createOpenAIClient(route: OpenAIRoute, apiKey: string): OpenAI {
-  return new OpenAI({ apiKey, baseURL: route.baseURL, maxRetries: 0, ...(route.headers ? { defaultHeaders: route.headers } : {}) });
+  // The key is masked wherever it could be echoed (a provider's error text, a log line).
+  secrets().add(apiKey, route.apiKeyEnv ?? `${route.provider} API key`);
+  // The SDK's own log lines (an unparseable stream frame, say) go out escaped and masked, not raw.
+  return new OpenAI({ apiKey, baseURL: route.baseURL, maxRetries: 0, logger: sdkLogger(`[openai sdk]`), ...(route.headers ? { defaultHeaders: route.headers } : {}) });
 }
 
 /** Drives one OpenAI SDK stream through a parser (see the kit's `StreamPump`). */

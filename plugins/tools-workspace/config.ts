@@ -8,6 +8,9 @@ export const TOOL_NAMES = ['read_file', 'write_file', 'edit_file', 'list_dir', '
 export type WorkspaceToolName = (typeof TOOL_NAMES)[number];
 
 const MIB = 1024 * 1024;
+
+/** What a command gets of the harness's environment by default: the shell's basics, no secrets. */
+export const DEFAULT_PASS_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'LC_MESSAGES', 'TERM', 'COLORTERM', 'NO_COLOR', 'TZ', 'TMPDIR'] as const;
 const positiveInt = () => z.number().int().positive();
 
 export const workspaceToolsConfig = z.strictObject({
@@ -64,10 +67,20 @@ export const workspaceToolsConfig = z.strictObject({
       timeoutMs: positiveInt().default(120_000),
       /** Between SIGTERM and SIGKILL of the process group, ms. */
       killGraceMs: positiveInt().default(2000),
-      /** Whether commands get the harness process's environment (API keys included). */
-      inheritEnv: z.boolean().default(true),
-      /** Variables for commands, over the inherited ones. */
+      /**
+       * Whether commands get the harness process's whole environment (API keys included). Default
+       * false: a clean environment of the `passEnv` variables, `env` and `vault` (seed 000).
+       */
+      inheritEnv: z.boolean().default(false),
+      /** The harness's variables a command gets (when set), by name. Default {@link DEFAULT_PASS_ENV}. */
+      passEnv: z.array(z.string().min(1)).default([...DEFAULT_PASS_ENV]),
+      /** Plain variables for commands, over the passed ones. */
       env: z.record(z.string(), z.string()).default({}),
+      /**
+       * Secret variables for commands (seed 000 `EnvironmentConfig.vault`), over `env`: their values
+       * are masked (`[redacted <NAME>]`) in whatever is journaled or printed, the command's output included.
+       */
+      vault: z.record(z.string(), z.string()).default({}),
     })
     .prefault({}),
 });

@@ -9,7 +9,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
-import { defineTool, HarnessError, z, type StreamedToolOutput, type ToolDefinition, type ToolOutput } from '../../runtime/index.ts';
+import { defineTool, HarnessError, secrets, z, type StreamedToolOutput, type ToolDefinition, type ToolOutput } from '../../runtime/index.ts';
 import type { WorkspaceToolsConfig } from './config.ts';
 import { openWorkspace } from './paths.ts';
 
@@ -40,8 +40,10 @@ export function runningGroups(): Set<ChildProcess> {
 }
 
 export function execCommandTool(config: WorkspaceToolsConfig): ToolDefinition<z.output<typeof execCommandInput>> {
-  const { shell, timeoutMs: limitMs, killGraceMs, env, inheritEnv } = config.exec;
+  const { shell, timeoutMs: limitMs, killGraceMs, env, inheritEnv, passEnv, vault } = config.exec;
   const running = runningGroups();
+  const redactor = secrets();
+  for (const [name, value] of Object.entries(vault)) redactor.add(value, name);
   return defineTool({
     name: 'exec_command',
     description:
@@ -61,7 +63,7 @@ export function execCommandTool(config: WorkspaceToolsConfig): ToolDefinition<z.
         cwd: workspace.root,
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
-        env: inheritEnv ? { ...process.env, ...env } : { ...env },
+        env: { ...(inheritEnv ? process.env : passedEnv(passEnv)), ...env, ...vault },
       });
       running.add(child);
       let outputCount = 0;
@@ -143,6 +145,13 @@ export function execCommandTool(config: WorkspaceToolsConfig): ToolDefinition<z.
       }
     },
   });
+}
+
+/** The variables of the harness's environment named in `names` (those that are set). */
+function passedEnv(names: readonly string[]): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const name of names) if (process.env[name] !== undefined) out[name] = process.env[name];
+  return out;
 }
 
 /** Signals every process of the child's group; false when the group no longer exists. */

@@ -6,6 +6,7 @@
  * things happen, the priority is: user abort > timeout > throw > the tool's own report.
  * Every call gets exactly one outcome, always.
  */
+import { secrets } from '../kernel/secrets.ts';
 import { HarnessError, getErrorInfo } from '../kernel/errors.ts';
 import { formatIssues } from '../kernel/schema.ts';
 import type { ImageBlock, TextBlock } from '../llm/types.ts';
@@ -209,7 +210,8 @@ function finalize(output: ToolOutput, cap: number, durationMs: number, streamedO
   }
   if (output.exitCode !== undefined) notes.push(`[exit code: ${output.exitCode}]`);
   if (notes.length > 0) blocks.push({ type: 'text', text: `\n${notes.join('\n')}` });
-  return { content: blocks, isError: output.isError === true, ...(output.isError ? { code: 'TOOL_REPORTED_ERROR' } : {}), durationMs };
+  // Known secret values (a vault variable a command printed) never reach the model or the journal.
+  return { content: secrets().redactValue(blocks), isError: output.isError === true, ...(output.isError ? { code: 'TOOL_REPORTED_ERROR' } : {}), durationMs };
 }
 
 function withPartial(code: string, message: string, partial: string, cap: number, durationMs: number, overflowCount = 0): ToolOutcome {
@@ -221,5 +223,5 @@ function withPartial(code: string, message: string, partial: string, cap: number
   } else {
     blocks.push({ type: 'text', text: message });
   }
-  return { content: blocks, isError: true, code, durationMs };
+  return { content: secrets().redactValue(blocks), isError: true, code, durationMs };
 }

@@ -40,6 +40,7 @@ import { basename, dirname, resolve } from 'node:path';
 import type { HookBus } from '../kernel/bus.ts';
 import { HarnessError } from '../kernel/errors.ts';
 import { deepFreeze } from '../kernel/freeze.ts';
+import { secrets } from '../kernel/secrets.ts';
 import type { AnySessionEvent, SessionEvent, SessionEventMap, SessionEventType, SessionHeader } from './events.ts';
 import { initialState, reduceEvent } from './fold.ts';
 import { assertLosslessJson } from './json.ts';
@@ -49,6 +50,9 @@ import { JOURNAL_FORMAT_VERSION, scanJournal, type SkippedLine } from './reader.
 import { isIgnorableByDefault } from './registry.ts';
 import { planRepair } from './repair.ts';
 import type { AppendOptions, RepairReport, SessionJournal, SessionState } from './types.ts';
+
+/** Stream chunks that only carry model output (not redacted: see `append`). */
+const DELTA_CHUNKS = new Set(['text-delta', 'reasoning-delta', 'tool-call-delta']);
 
 /** Flush at once when this much is queued. */
 const FLUSH_BYTES = 64 * 1024;
@@ -171,6 +175,12 @@ export class FileJournal implements SessionJournal {
 
   append<T extends SessionEventType>(type: T, data: SessionEventMap[T], options?: AppendOptions): SessionEvent<T> | Promise<SessionEvent<T>> {
     this.assertWritable();
+    // Known secret values never reach the journal (nor the fold the next request is built from).
+    // The model's stream deltas are skipped: a model cannot echo a value it was never shown.
+    if (type !== 'assistant/chunk' || !DELTA_CHUNKS.has((data as { chunk?: { type?: string } }).chunk?.type ?? '')) {
+      const redactor = secrets();
+      if (redactor.size > 0) data = redactor.redactValue(data);
+    }
     assertLosslessJson(data, 'data', true); // validates and deep-freezes in one walk
     const ignorable = options?.ignorable ?? isIgnorableByDefault(type);
     const seq = this.seq + 1;

@@ -172,16 +172,31 @@ describe('exec_command process group', () => {
     expect(await waitFor(() => !isRunning(pid!), 3000)).toBe(true);
   });
 
-  it('inheritEnv: false keeps the harness environment away from commands', async () => {
+  it('by default a command gets a clean environment: the passEnv allow-list and env, never the harness\'s API keys', async () => {
     process.env.HARNESS_TOOLS_TEST_SECRET = 'inherited';
-    const closed = await loadTools({ exec: { inheritEnv: false, env: { ONLY: 'this' } } });
+    process.env.OPENAI_API_KEY = 'sk-exec-test-sentinel-0001';
+    const inherit = await loadTools({ exec: { inheritEnv: true, env: { ONLY: 'this' } } });
     try {
-      const command = 'echo "${HARNESS_TOOLS_TEST_SECRET:-unset} $ONLY"';
-      expect(text(await call(closed, 'exec_command', { command }, { cwd: ws.dir }))).toBe('unset this\n\n[exit code: 0]');
-      expect(text(await call(harness, 'exec_command', { command }, { cwd: ws.dir }))).toBe('inherited \n\n[exit code: 0]');
+      const command = 'echo "${HARNESS_TOOLS_TEST_SECRET:-unset} ${OPENAI_API_KEY:-nokey} $HARNESS_TEST_VAR PATH=${PATH:+set} HOME=${HOME:+set}"';
+      expect(text(await call(harness, 'exec_command', { command }, { cwd: ws.dir }))).toBe('unset nokey from-config PATH=set HOME=set\n\n[exit code: 0]');
+      expect(text(await call(harness, 'exec_command', { command: 'env | cut -d= -f1 | sort' }, { cwd: ws.dir })).split('\n').filter((l) => /^[A-Z_]+$/.test(l) && l !== 'PWD' && l !== 'SHLVL' && l !== '_').every((name) => ['HARNESS_TEST_VAR', 'PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'LC_MESSAGES', 'TERM', 'COLORTERM', 'NO_COLOR', 'TZ', 'TMPDIR', 'OLDPWD'].includes(name))).toBe(true);
+      // inheritEnv: true opts into the whole environment.
+      expect(text(await call(inherit, 'exec_command', { command: 'echo "${HARNESS_TOOLS_TEST_SECRET:-unset} $ONLY"' }, { cwd: ws.dir }))).toBe('inherited this\n\n[exit code: 0]');
     } finally {
       delete process.env.HARNESS_TOOLS_TEST_SECRET;
-      await closed.dispose();
+      delete process.env.OPENAI_API_KEY;
+      await inherit.dispose();
+    }
+  });
+
+  it('vault variables reach the command and are masked in its result', async () => {
+    const vaulted = await loadTools({ exec: { vault: { DEPLOY_TOKEN: 'vault-sentinel-4711-abcdef' } } });
+    try {
+      const result = text(await call(vaulted, 'exec_command', { command: 'echo "token=$DEPLOY_TOKEN len=${#DEPLOY_TOKEN}"' }, { cwd: ws.dir }));
+      expect(result).toContain('len=26');
+      expect(result).not.toContain('vault-sentinel-4711-abcdef');
+    } finally {
+      await vaulted.dispose();
     }
   });
 });

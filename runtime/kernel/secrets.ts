@@ -1,0 +1,148 @@
+/**
+ * The secret redactor: known secret values — configured API keys, the environment's `*_API_KEY`,
+ * `*_TOKEN`, `*_SECRET`, `*_PASSWORD` variables, an exec `vault` — are replaced by
+ * `[redacted <NAME>]` in everything the runtime journals (every event but the model's own stream
+ * deltas: a model cannot echo a value it was never shown) and in everything the CLI prints.
+ *
+ * Values, not patterns: the check is one native `includes` per known value over a string, and a
+ * string is only copied when it holds one. Process-wide (shared across plugin generations through
+ * a `Symbol.for` slot), because a key registered by a provider plugin must be masked in the journal
+ * and the terminal alike.
+ */
+import { formatWithOptions } from 'node:util';
+
+/** Values shorter than this are not secrets worth masking (they would mask ordinary text). */
+export const MIN_SECRET_LENGTH = 8;
+
+/** Environment variable names whose values are secrets. */
+export const SECRET_ENV_NAME = /(?:_API_KEY|_TOKEN|_SECRET|_PASSWORD|_ACCESS_KEY)$/i;
+
+interface Secret {
+  readonly value: string;
+  readonly label: string;
+  /** The value as it appears inside a JSON string (differs when it holds `"`, `\` or controls). */
+  readonly json: string;
+}
+
+export class SecretRedactor {
+  private secrets: Secret[] = [];
+  private readonly known = new Set<string>();
+
+  /** How many values are masked. */
+  get size(): number {
+    return this.secrets.length;
+  }
+
+  /** Masks `value` from now on, as `[redacted <name>]`. Short or repeated values are ignored. */
+  add(value: string | undefined, name: string): void {
+    if (typeof value !== 'string' || value.length < MIN_SECRET_LENGTH || this.known.has(value)) return;
+    this.known.add(value);
+    // Longest first: a value that contains another is masked whole.
+    this.secrets = [...this.secrets, { value, label: `[redacted ${name}]`, json: JSON.stringify(value).slice(1, -1) }].sort((a, b) => b.value.length - a.value.length);
+  }
+
+  /** Registers the secret-named variables of `env` (default `process.env`). */
+  addFromEnv(env: NodeJS.ProcessEnv = process.env): void {
+    for (const [name, value] of Object.entries(env)) if (SECRET_ENV_NAME.test(name)) this.add(value, name);
+  }
+
+  /** `text` with every known value masked (the same string when none occurs). */
+  redact(text: string): string {
+    const secrets = this.secrets;
+    for (let i = 0; i < secrets.length; i++) {
+      const secret = secrets[i]!;
+      if (text.includes(secret.value)) text = text.replaceAll(secret.value, secret.label);
+      if (secret.json !== secret.value && text.includes(secret.json)) text = text.replaceAll(secret.json, secret.label);
+    }
+    return text;
+  }
+
+  /** True when `text` holds a known value. */
+  holds(text: string): boolean {
+    for (const secret of this.secrets) if (text.includes(secret.value)) return true;
+    return false;
+  }
+
+  /**
+   * Plain data with every string (and key) masked; the same object when nothing changed, else a
+   * copy of the changed path. Cycles are not followed (the journal refuses them anyway).
+   */
+  redactValue<T>(value: T): T {
+    if (this.secrets.length === 0) return value;
+    return this.walk(value, new Set()) as T;
+  }
+
+  private walk(value: unknown, seen: Set<object>): unknown {
+    if (typeof value === 'string') return this.redact(value);
+    if (typeof value !== 'object' || value === null || seen.has(value)) return value;
+    seen.add(value);
+    if (Array.isArray(value)) {
+      let out: unknown[] | undefined;
+      for (let i = 0; i < value.length; i++) {
+        const next = this.walk(value[i], seen);
+        if (next !== value[i]) (out ??= value.slice())[i] = next;
+      }
+      return out ?? value;
+    }
+    if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) return value;
+    let out: Record<string, unknown> | undefined;
+    for (const key of Object.keys(value)) {
+      const item = (value as Record<string, unknown>)[key];
+      const next = this.walk(item, seen);
+      const maskedKey = this.redact(key);
+      if (next !== item || maskedKey !== key) {
+        out ??= { ...(value as Record<string, unknown>) };
+        if (maskedKey !== key) delete out[key];
+        out[maskedKey] = next;
+      }
+    }
+    return out ?? value;
+  }
+}
+
+const SLOT = Symbol.for('harness.secrets');
+
+/** The process's redactor (the environment's secret-named variables are registered on first use). */
+export function secrets(): SecretRedactor {
+  const holder = globalThis as typeof globalThis & { [SLOT]?: SecretRedactor };
+  let redactor = holder[SLOT];
+  if (redactor === undefined) {
+    redactor = holder[SLOT] = new SecretRedactor();
+    redactor.addFromEnv();
+  }
+  return redactor;
+}
+
+/** C0 controls but \t and \n, DEL, C1 controls, bidi embeddings/overrides/isolates (as the CLI's `printable`). */
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
+
+function visible(char: string): string {
+  const code = char.charCodeAt(0);
+  if (code < 0x20) return String.fromCharCode(0x2400 + code); // ␛ for ESC: Unicode control pictures
+  if (code === 0x7f) return '␡';
+  return `\\u${code.toString(16).padStart(4, '0')}`;
+}
+
+/** A logger of the shape both provider SDKs take (`ClientOptions.logger`). */
+export interface SdkLogger {
+  error(message: string, ...rest: unknown[]): void;
+  warn(message: string, ...rest: unknown[]): void;
+  info(message: string, ...rest: unknown[]): void;
+  debug(message: string, ...rest: unknown[]): void;
+}
+
+/**
+ * A logger for a provider SDK client: each call becomes one line `<source> <level>: <text>` on
+ * stderr (or `write`), with known secrets masked and every control character made visible (ESC →
+ * ␛) — an SDK's default `console` logger would print what a provider sent (an unparseable SSE
+ * frame, say) raw to the terminal.
+ */
+export function sdkLogger(source: string, write: (line: string) => void = (line) => void process.stderr.write(line)): SdkLogger {
+  const log =
+    (level: string) =>
+    (message: string, ...rest: unknown[]): void => {
+      const text = secrets().redact(formatWithOptions({ colors: false }, message, ...rest)).replace(/\r\n/g, '\n').replace(CONTROL, visible);
+      write(`${source} ${level}: ${text}\n`);
+    };
+  return { error: log('error'), warn: log('warn'), info: log('info'), debug: log('debug') };
+}
