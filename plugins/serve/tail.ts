@@ -59,6 +59,10 @@ export class EventQueue implements AsyncIterableIterator<AnySessionEvent> {
     return out;
   }
 
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /** Events already queued (to drain without waiting). */
   get queued(): number {
     return this.buffer.length - this.head;

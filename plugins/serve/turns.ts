@@ -350,17 +350,27 @@ export class TurnService {
    */
   events(sessionId: string, options: { after?: number; signal?: AbortSignal } = {}): EventQueue {
     const path = this.pathOf(sessionId);
+    // Two sources, merged by seq: the journal (what is durable, read from `after` on) and this
+    // process's appends (live, from the moment of subscribing). Subscribing comes first, so every
+    // event is in one of them or both; an event is passed on only as the next seq, so none is
+    // repeated, and one that arrives early waits for the gap before it to fill.
     let last = options.after ?? 0;
-    let live = false;
-    const early: AnySessionEvent[] = [];
-    // Subscribed before the journal is read: an event is then in the file, or seen here, or both.
-    const unsubscribe = this.fanOut.subscribe(sessionId, (event) => {
-      if (!live) early.push(event);
-      else if (event.seq > last) {
-        last = event.seq;
-        queue.push(event);
+    const early = new Map<number, AnySessionEvent>();
+    const offer = (event: AnySessionEvent): void => {
+      if (event.seq <= last) return;
+      if (event.seq !== last + 1) {
+        early.set(event.seq, event);
+        return;
       }
-    });
+      queue.push(event);
+      last = event.seq;
+      for (let next = early.get(last + 1); next !== undefined; next = early.get(last + 1)) {
+        early.delete(next.seq);
+        queue.push(next);
+        last = next.seq;
+      }
+    };
+    const unsubscribe = this.fanOut.subscribe(sessionId, offer);
     const onAbort = (): void => queue.close();
     const queue = new EventQueue(() => {
       unsubscribe();
@@ -368,22 +378,13 @@ export class TurnService {
     });
     if (options.signal?.aborted) queue.close();
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    const catchUp = async (): Promise<void> => {
+    (async () => {
       await this.flushRunning(sessionId);
       for await (const event of readJournal(path)) {
-        if (event.seq <= last) continue;
-        last = event.seq;
-        queue.push(event);
+        if (queue.isClosed) return;
+        offer(event);
       }
-      for (const event of early) {
-        if (event.seq <= last) continue;
-        last = event.seq;
-        queue.push(event);
-      }
-      early.length = 0;
-      live = true;
-    };
-    catchUp().catch(() => queue.close());
+    })().catch(() => queue.close());
     return queue;
   }
 
