@@ -78,7 +78,8 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
     ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: false } },
   });
   const expected = digest(options.token);
-  const streams = new Set<AbortController>();
+  /** Open event streams: aborting one ends it after what is queued; `done` settles once its response ended. */
+  const streams = new Map<AbortController, Promise<void>>();
 
   app.addHook('onRequest', async (request, reply) => {
     if (request.url === '/v1/health') return;
@@ -179,8 +180,12 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
     (request, reply) => streamEvents(turns, request, reply, options, streams),
   );
 
-  app.addHook('onClose', async () => {
-    for (const stream of streams) stream.abort();
+  // Before connections are closed: end every event stream cleanly (what is queued, then the end of
+  // the response), so a client sees a finished stream and reconnects, not a broken socket.
+  app.addHook('preClose', async () => {
+    const done = [...streams.values()];
+    for (const controller of streams.keys()) controller.abort();
+    await Promise.all(done);
   });
   return app;
 }
@@ -198,7 +203,7 @@ const frameOf = (event: AnySessionEvent): string => {
  * `data: <event JSON>`, then each new one live. A reconnect with the last id it saw misses nothing
  * and repeats nothing.
  */
-async function streamEvents(turns: TurnService, request: FastifyRequest<{ Params: { id: string }; Querystring: { after?: number } }>, reply: FastifyReply, options: HttpOptions, streams: Set<AbortController>): Promise<void> {
+async function streamEvents(turns: TurnService, request: FastifyRequest<{ Params: { id: string }; Querystring: { after?: number } }>, reply: FastifyReply, options: HttpOptions, streams: Map<AbortController, Promise<void>>): Promise<void> {
   const lastEventId = request.headers['last-event-id'];
   let after = request.query.after ?? 0;
   if (lastEventId !== undefined) {
@@ -208,7 +213,8 @@ async function streamEvents(turns: TurnService, request: FastifyRequest<{ Params
   }
   const controller = new AbortController();
   const events = turns.events(request.params.id, { after, signal: controller.signal }); // throws SESSION_NOT_FOUND before any byte is sent
-  streams.add(controller);
+  let ended!: () => void;
+  streams.set(controller, new Promise<void>((resolve) => (ended = resolve)));
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive', 'x-accel-buffering': 'no' });
@@ -218,6 +224,7 @@ async function streamEvents(turns: TurnService, request: FastifyRequest<{ Params
   const stop = (): void => controller.abort();
   request.raw.on('close', stop);
   res.on('close', stop);
+  res.once('close', () => ended()); // a socket gone before the end: nothing more to wait for
   const maxQueued = options.maxQueuedEvents ?? 50_000;
   try {
     for await (const event of events) {
@@ -240,9 +247,10 @@ async function streamEvents(turns: TurnService, request: FastifyRequest<{ Params
     }
   } finally {
     clearInterval(heartbeat);
-    streams.delete(controller);
     events.return();
-    if (!res.writableEnded) res.end();
+    if (!res.writableEnded) res.end(ended);
+    else ended();
+    streams.delete(controller);
   }
 }
 

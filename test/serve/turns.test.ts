@@ -1,0 +1,81 @@
+/**
+ * The turn API in-process (plugins/serve TurnService), as an embedder uses it without HTTP; and a
+ * server closing while a turn runs and a stream is open.
+ */
+import { describe, expect, it } from 'vitest';
+import type { AnySessionEvent } from '../../runtime/index.ts';
+import { TurnService } from '../../plugins/serve/index.ts';
+import { openStream, readUntil, serve } from './support.ts';
+
+describe('TurnService in-process', () => {
+  it('creates a session, submits a turn, answers its approval from the event stream, and sees every event once', async () => {
+    const s = await serve({}, { paceMs: 1 });
+    const turns = new TurnService(s.harness, { approvalPolicy: 'always-ask', cwd: s.dir });
+    try {
+      const { id } = await turns.createSession({ title: 'embedded' });
+      const { startSeq, turn } = await turns.submitTurn(id, { prompt: 'peek at two keys' });
+      expect(turn).toBe(1);
+      const seen: AnySessionEvent[] = [];
+      for await (const event of turns.events(id, { after: startSeq - 1 })) {
+        seen.push(event);
+        if (event.type === 'approval/requested') await turns.answerApproval(id, event.data.callId, { decision: 'allow' });
+        if (event.type === 'turn/end') break;
+      }
+      expect(seen.map((e) => e.seq)).toEqual(seen.map((_, i) => startSeq + i));
+      expect(seen.filter((e) => e.type === 'approval/decided').map((e) => (e.data as { decision: string }).decision)).toEqual(['allow', 'allow']);
+      expect(seen.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+      expect(s.ran).toEqual(['peek:a', 'peek:b']);
+      await expect(turns.answerApproval(id, (seen.find((e) => e.type === 'approval/requested')!.data as { callId: string }).callId, { decision: 'deny' })).rejects.toMatchObject({ code: 'APPROVAL_ALREADY_DECIDED' });
+      // The iterator's return unsubscribed it.
+      expect(turns.subscriberCount(id)).toBe(0);
+      const { events } = await turns.readEvents(id);
+      expect(events.slice(startSeq - 1)).toEqual(seen);
+    } finally {
+      await turns.close();
+      await s.close();
+    }
+  });
+
+  it('a stream opened after a turn began catches up from the journal and then goes on live, without a gap or a repeat', async () => {
+    const s = await serve({}, { paceMs: 3 });
+    try {
+      const turns = s.server.turns;
+      const { id } = await turns.createSession({});
+      await turns.submitTurn(id, { prompt: 'a long one' });
+      // Let some chunks be journaled (part of them still queued, not yet written) before subscribing.
+      await new Promise((r) => setTimeout(r, 120));
+      const seen: AnySessionEvent[] = [];
+      for await (const event of turns.events(id)) {
+        seen.push(event);
+        if (event.type === 'turn/end') break;
+      }
+      expect(seen.map((e) => e.seq)).toEqual(seen.map((_, i) => i + 1));
+      expect(seen).toEqual((await turns.readEvents(id, { limit: 10_000 })).events);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('closing the server aborts the running turn (journaled), ends open streams and resolves', async () => {
+    const s = await serve({}, { paceMs: 5 });
+    const { id } = (await s.api('POST', '/v1/sessions', {})).body.session;
+    await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'a long one' });
+    const stream = openStream(`${s.server.url}/v1/sessions/${id}/stream`);
+    // Read by hand (not readUntil, which drops the connection): the server must end the stream.
+    let frames = 0;
+    for (let next = await stream.frames.next(); !next.done; next = await stream.frames.next()) {
+      if (JSON.parse(next.value.data).type === 'assistant/chunk') break;
+      frames++;
+    }
+    const closed = s.server.close();
+    const after: AnySessionEvent[] = [];
+    for (let next = await stream.frames.next(); !next.done; next = await stream.frames.next()) after.push(JSON.parse(next.value.data));
+    await expect(closed).resolves.toBeUndefined();
+    expect(frames).toBeGreaterThan(3);
+    // The stream ended cleanly after the aborted turn's end reached it.
+    expect(after.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } });
+    const { events } = await s.server.turns.readEvents(id, { limit: 10_000 });
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } });
+    await s.harness.dispose();
+  });
+});
