@@ -18,7 +18,6 @@ import type {
   ToolSpec,
   UserMessage,
 } from '../llm/types.ts';
-import type { RequestSnapshot } from './snapshot.ts';
 
 /** Why a turn ended. */
 export type TurnEndReason = 'completed' | 'aborted' | 'error' | 'max-tokens' | 'interrupted';
@@ -31,6 +30,29 @@ export interface RequestHeader {
   /** The adapter kind that served the route when the header was written. */
   readonly adapterKind?: string;
 }
+
+/** `request/snapshot` data (see runtime/session/snapshot.ts: the canonical form, the delta). */
+export interface RequestSnapshot {
+  readonly turn: number;
+  readonly step: number;
+  /** `requestHash` (snapshot.ts) of the canonical request. */
+  readonly hash: string;
+  /** Present when changed since the writer's previous snapshot (always in its first). */
+  readonly config?: LlmCallConfig;
+  /** Present when changed; `null`: no system prompt. */
+  readonly system?: string | null;
+  /** Present when changed. */
+  readonly tools?: readonly ToolSpec[];
+  /**
+   * The previous snapshot's first `keep` messages, then `add`: a message id (the journaled message),
+   * `{ id, replayState: false }` (the journaled message without its replay state: the seam dropped
+   * it), or a message inline (made or rewritten by a middleware).
+   */
+  readonly messages: { readonly keep: number; readonly add: readonly SnapshotMessage[] };
+}
+
+/** One added message of a snapshot (see {@link RequestSnapshot}). */
+export type SnapshotMessage = string | { readonly id: string; readonly replayState: false } | Message;
 
 /** Who made an approval decision: a policy name, `user`, `no-approver`, `approver-threw`. */
 export type ApprovalDecider = string;

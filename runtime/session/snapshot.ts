@@ -15,7 +15,10 @@
  */
 import { createHash } from 'node:crypto';
 import type { GenerateOptions, LlmCallConfig, Message, ToolSpec } from '../llm/types.ts';
-import type { AnySessionEvent, SessionEvent } from './events.ts';
+import type { AnySessionEvent, RequestSnapshot, SessionEvent, SnapshotMessage } from './events.ts';
+
+// The event data types live with the event map (events.ts), so that the two files form no cycle.
+export type { RequestSnapshot, SnapshotMessage };
 
 /** The model-visible part of one message. */
 export interface CanonicalMessage {
@@ -31,29 +34,6 @@ export interface CanonicalRequest {
   readonly tools: readonly ToolSpec[];
   readonly messages: readonly CanonicalMessage[];
 }
-
-/** `request/snapshot` data (see the module comment). */
-export interface RequestSnapshot {
-  readonly turn: number;
-  readonly step: number;
-  /** {@link requestHash} of the canonical request. */
-  readonly hash: string;
-  /** Present when changed since the writer's previous snapshot (always in its first). */
-  readonly config?: LlmCallConfig;
-  /** Present when changed; `null`: no system prompt. */
-  readonly system?: string | null;
-  /** Present when changed. */
-  readonly tools?: readonly ToolSpec[];
-  /**
-   * The previous snapshot's first `keep` messages, then `add`: a message id (the journaled message),
-   * `{ id, replayState: false }` (the journaled message without its replay state: the seam dropped
-   * it), or a message inline (made or rewritten by a middleware).
-   */
-  readonly messages: { readonly keep: number; readonly add: readonly SnapshotMessage[] };
-}
-
-/** One added message of a snapshot (see {@link RequestSnapshot}). */
-export type SnapshotMessage = string | { readonly id: string; readonly replayState: false } | Message;
 
 const CONFIG_KEYS = ['provider', 'model', 'reasoningEffort', 'temperature', 'maxTokens', 'stop'] as const;
 
