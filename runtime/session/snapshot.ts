@@ -43,6 +43,7 @@ function canonicalConfig(options: LlmCallConfig): LlmCallConfig {
   return out as unknown as LlmCallConfig;
 }
 
+/** The model-visible part of a message: role, content and (for a model's reply) its replay state — no id, source or clock. */
 export function canonicalMessage(message: Message): CanonicalMessage {
   const replayState = message.source?.kind === 'model' ? message.source.replayState : undefined;
   return replayState === undefined ? { role: message.role, content: message.content } : { role: message.role, content: message.content, replayState };
