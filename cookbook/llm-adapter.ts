@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHarness, messageText, type SessionEvent } from '../runtime/index.ts';
-import { startFixtureServer } from '../test/support/fixture-server.ts';
+import { startFixtureServer } from '../testing/index.ts';
 
 /** The plugin entry a harness.config.ts would carry for a provider called `acme`. */
 export function acmePlugin(baseURL: string) {
@@ -30,7 +30,9 @@ export function acmePlugin(baseURL: string) {
 }
 
 export async function main(): Promise<{ text: string; usage: unknown; provider: string; requestPath: string }> {
-  const server = await startFixtureServer();
+  // harness-runtime/testing's loopback server, serving the recorded provider streams (`$HARNESS_FIXTURES_DIR`, else ../shared/fixtures).
+  const fixtures = process.env.HARNESS_FIXTURES_DIR ?? fileURLToPath(new URL('../../shared/fixtures', import.meta.url));
+  const server = await startFixtureServer({ fixturesDir: join(fixtures, 'provider-streams') });
   server.enqueue('openai-chat/text-with-include-usage.sse'); // a recorded real response
   process.env.ACME_API_KEY ??= 'sk-acme-demo';
   const dataDir = mkdtempSync(join(tmpdir(), 'harness-cookbook-'));
