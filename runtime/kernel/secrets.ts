@@ -24,6 +24,7 @@ interface Secret {
   readonly json: string;
 }
 
+/** The set of known secret values (module comment): `add(value, name)`, `addFromEnv()`, `redact(text)` → text with each value as `[redacted <NAME>]`. The process's one is `secrets()`. */
 export class SecretRedactor {
   private secrets: Secret[] = [];
   private readonly known = new Set<string>();
