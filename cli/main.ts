@@ -74,35 +74,37 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     )
     .exitOverride();
   const globals = (): GlobalOptions => program.opts<GlobalOptions>();
-  const turnOptions = (command: Command): Command =>
+  /** Options of run, chat and dev; `picker`: `-r` with no id opens the session picker (not for run, whose next argument is the prompt). */
+  const turnOptions = (command: Command, { picker }: { picker: boolean }): Command =>
     command
       .option('-p, --provider <id>', 'provider to use (scripted, openai, deepseek, anthropic, …)')
       .option('-m, --model <id>', 'model id (default: the config\'s, or the provider\'s first listed model)')
       .addOption(new Option('-a, --approve <policy>', 'approval policy for tool calls (default: the approvals plugin\'s, read-only); asking policies prompt y/n in a terminal').choices(POLICIES))
       .option('--cwd <dir>', 'workspace the tools work in; must exist (default: the current directory, or the resumed session\'s)')
-      .option('-r, --resume <session>', 'continue a session (id or journal path)')
+      .option(picker ? '-r, --resume [session]' : '-r, --resume <session>', `continue a session (id, unique id prefix or journal path)${picker ? '; with no id: pick one from a list (in a terminal)' : ''}`)
+      .option('-c, --continue', 'continue the latest session of the workspace (--cwd, else the current directory)')
       .option('--reasoning-effort <effort>', 'reasoning effort for the model (e.g. low, medium, high)');
 
-  turnOptions(program.command('run').argument('<prompt>', 'what to ask (- reads it from stdin)').description('run one turn and stream it; prints the journal and how to replay it'))
+  turnOptions(program.command('run').argument('<prompt>', 'what to ask (- reads it from stdin)').description('run one turn and stream it; prints the journal and how to replay it'), { picker: false })
     .option('--json', 'print the journal\'s records instead of the transcript: its header, then each event as it is journaled, one JSON object per line, nothing else on stdout')
     .action(async (prompt: string, options) => {
     const { runCommand } = await import('./commands/run.ts');
     exit(await runCommand(prompt, options, globals(), io));
   });
 
-  turnOptions(program.command('chat').description('multi-turn REPL (Ctrl-C cancels the running turn; Ctrl-C twice, or Ctrl-D, quits)')).action(async (options) => {
+  turnOptions(program.command('chat').description('multi-turn REPL (Ctrl-C cancels the running turn; Ctrl-C twice, or Ctrl-D, quits)'), { picker: true }).action(async (options) => {
     const { chatCommand } = await import('./commands/chat.ts');
     exit(await chatCommand(options, globals(), io, { watch: false }));
   });
 
-  turnOptions(program.command('dev').description('chat, plus hot reload: a saved change in a plugin folder of the config reloads that plugin in the live session')).action(async (options) => {
+  turnOptions(program.command('dev').description('chat, plus hot reload: a saved change in a plugin folder of the config reloads that plugin in the live session'), { picker: true }).action(async (options) => {
     const { chatCommand } = await import('./commands/chat.ts');
     exit(await chatCommand(options, globals(), io, { watch: true }));
   });
 
   program
     .command('replay')
-    .argument('<session>', 'session id or journal path')
+    .argument('<session>', 'session id, unique id prefix or journal path')
     .description('print a session as a transcript, as raw events, as its state at a seq, verify it, or re-run it offline')
     .option('--json', 'raw events, one JSON object per line (with --at: the state as JSON)')
     .option('--at <seq>', 'the state at this seq: header, messages, usage', positiveInt)
@@ -116,8 +118,9 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
 
   program
     .command('sessions')
-    .description('list sessions: id, title, turns, tokens, last update')
+    .description('list sessions: id, title, workspace, turns, tokens, last update')
     .option('--json', 'one JSON summary per line')
+    .option('-w, --workspace <dir>', 'only the sessions of this workspace (e.g. . for the current directory)')
     .action(async (options) => {
       const { sessionsCommand } = await import('./commands/sessions.ts');
       exit(await sessionsCommand(options, globals(), io));
@@ -125,7 +128,7 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
 
   program
     .command('fork')
-    .argument('<session>', 'session id or journal path')
+    .argument('<session>', 'session id, unique id prefix or journal path')
     .requiredOption('--at <seq>', 'keep the events 1..seq (0 keeps none)', positiveInt)
     .option('--close-turn', 'allow a seq inside a turn (refused otherwise, FORK_INSIDE_TURN): the fork closes that turn with synthetic events')
     .option('--id <id>', 'id of the new session (default: a random UUID)')

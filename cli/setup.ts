@@ -16,6 +16,7 @@ import {
 } from '../runtime/index.ts';
 import { isSessionId, resolveSessionPath, sessionsDir } from '../runtime/internal.ts';
 import type { Ask } from './approval.ts';
+import { journalOfPrefix } from './find-session.ts';
 import { configSource, selfCommand, shellQuote, type Io } from './env.ts';
 import { oneLine, printable } from './format.ts';
 
@@ -126,15 +127,16 @@ export function statOf(path: string): ReturnType<typeof statSync> | undefined {
 
 /**
  * The journal a session argument names: an id whose journal exists, else an existing file (so
- * `replay package.json` reads that file, not `sessions/package.json.jsonl`), else an id or a path by
- * the runtime's rule (a separator or `.jsonl` makes it a path).
- * @throws HarnessError `NOT_A_JOURNAL_FILE` for a directory, `INVALID_SESSION_ID`.
+ * `replay package.json` reads that file, not `sessions/package.json.jsonl`), else the one session
+ * whose id starts with it, else an id or a path by the runtime's rule (a separator or `.jsonl` makes
+ * it a path).
+ * @throws HarnessError `NOT_A_JOURNAL_FILE` for a directory, `INVALID_SESSION_ID`, `AMBIGUOUS_SESSION`.
  */
 export function sessionPath(argument: string, dataDir: string): string {
   let path: string;
   if (isSessionId(argument) && existsSync(resolveSessionPath(argument, dataDir))) path = resolveSessionPath(argument, dataDir);
   else if (argument !== '' && existsSync(resolve(argument))) path = resolve(argument);
-  else path = resolveSessionPath(argument, dataDir);
+  else path = journalOfPrefix(argument, dataDir) ?? resolveSessionPath(argument, dataDir);
   if (statOf(path)?.isDirectory()) {
     throw new HarnessError('NOT_A_JOURNAL_FILE', `${path} is a directory, not a journal file; give a session id or the path of a .jsonl journal.`, { details: { path } });
   }
@@ -170,7 +172,10 @@ export interface TurnOptions {
   readonly model?: string;
   readonly approve?: string;
   readonly cwd?: string;
-  readonly resume?: string;
+  /** A session argument; `true` for `-r` with no id (the picker, chat and dev only). */
+  readonly resume?: string | true;
+  /** `-c`: the latest session of the workspace. */
+  readonly continue?: boolean;
   readonly reasoningEffort?: string;
 }
 

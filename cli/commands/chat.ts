@@ -15,15 +15,15 @@
 import { watch, type FSWatcher } from 'chokidar';
 import { dirname, resolve, sep } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
-import { HarnessError, type AgentSession, type ApprovalRequest, type Harness, type PluginReloadedEvent, type PluginReloadFailedEvent } from '../../runtime/index.ts';
+import { HarnessError, readJournal, type AgentSession, type AnySessionEvent, type ApprovalRequest, type Harness, type PluginReloadedEvent, type PluginReloadFailedEvent } from '../../runtime/index.ts';
 import { askInTerminal, type Ask, type AskAnswer } from '../approval.ts';
-import type { Io } from '../env.ts';
+import { shellQuote, type Io } from '../env.ts';
 import { formatMs, oneLine, printable } from '../format.ts';
 import { onStop, type StopRequest } from '../lifecycle.ts';
-import { LiveRenderer } from '../render.ts';
-import { checkWorkspace, errorLocation, makeApprover, openHarness, resolveCall, sessionHints, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
+import { LiveRenderer, TranscriptPrinter } from '../render.ts';
+import { checkWorkspace, errorLocation, makeApprover, openHarness, resolveCall, selfWithGlobals, sessionArgument, sessionHints, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
 import { UsageTally } from '../usage.ts';
-import { resumeSession } from './run.ts';
+import { journalToResume, resumeSession } from './run.ts';
 
 const HELP = [
   'Type a prompt and press Enter.',
@@ -45,14 +45,16 @@ export async function chatCommand(options: TurnOptions, globals: GlobalOptions, 
   });
   try {
     let session: AgentSession | undefined;
-    if (options.resume) session = await resumeSession(harness, options.resume, cwd, io);
+    const resume = await journalToResume(harness, { ...options, ...(cwd ? { cwd } : {}) }, io);
+    if (resume !== undefined) session = await resumeSession(harness, resume, cwd, io);
     // Fails fast (unknown model, missing key): a new session is only created with the first prompt.
     const call = await resolveCall(harness, options, session);
     if (stopped) {
       await session?.close();
       return stopped.exitCode;
     }
-    repl = new Repl(harness, session, { ...options, ...(cwd ? { cwd } : {}), call }, globals, io);
+    const recap = session ? await recapOf(session, harness.dataDir, globals, io) : '';
+    repl = new Repl(harness, session, { ...options, ...(cwd ? { cwd } : {}), call, recap }, globals, io);
     const exit = repl.run();
     if (mode.watch) watcher = await startWatcher(harness, (line) => repl!.notify(line), io);
     return await exit;
@@ -62,6 +64,25 @@ export async function chatCommand(options: TurnOptions, globals: GlobalOptions, 
     disposeStop();
     await harness.dispose();
   }
+}
+
+/** How many of a resumed session's turns a chat prints before its prompt. */
+const RECAP_TURNS = 2;
+
+/** What a resumed chat shows first: the session's last turns, as the transcript shows them. */
+async function recapOf(session: AgentSession, dataDir: string, globals: GlobalOptions, io: Io): Promise<string> {
+  const events: AnySessionEvent[] = [];
+  for await (const event of readJournal(session.path)) events.push(event);
+  const starts = events.flatMap((event, index) => (event.type === 'turn/start' ? [index] : []));
+  if (starts.length === 0) return '';
+  const from = starts[Math.max(0, starts.length - RECAP_TURNS)]!;
+  const shown = starts.length - starts.indexOf(from);
+  const { c } = io;
+  const which = shown === starts.length ? `the session so far (${starts.length} turn${starts.length === 1 ? '' : 's'})` : `the last ${shown} of ${starts.length} turns — ${selfWithGlobals(globals)} replay ${shellQuote(sessionArgument(session.path, dataDir))} shows them all`;
+  const lines: string[] = [];
+  const printer = new TranscriptPrinter({ ...io, out: { write: (text: string) => lines.push(text) } as unknown as NodeJS.WriteStream });
+  for (const event of events.slice(from)) printer.event(event);
+  return `${c.dim(`── ${which} ──`)}\n${lines.join('')}${c.dim('── resumed: the session goes on ──')}\n`;
 }
 
 class Repl {
@@ -84,7 +105,7 @@ class Repl {
     private readonly harness: Harness,
     /** The session, once there is one: a new one is created with the first prompt. */
     private session: AgentSession | undefined,
-    private readonly options: TurnOptions & { call: { provider?: string; model?: string } },
+    private readonly options: TurnOptions & { call: { provider?: string; model?: string }; recap?: string },
     private readonly globals: GlobalOptions,
     private readonly io: Io,
   ) {
@@ -98,7 +119,7 @@ class Repl {
     const defaults = this.harness.config.defaults;
     const model = this.options.call.provider ? `${this.options.call.provider}/${this.options.call.model}` : header ? `${header.provider}/${header.model}` : `${defaults?.provider ?? 'scripted'}/${defaults?.model ?? 'scripted-default'}`;
     const which = this.session ? `session ${this.session.id}` : 'new session (its journal starts with the first prompt)';
-    this.io.out.write(`${c.bold('harness chat')} ${c.dim(`· ${which} · ${model} · approvals ${this.options.approve ?? this.harness.ctx.approvals?.defaultPolicy ?? 'deny-all (no approvals plugin)'}`)}\n${c.dim('Ctrl-C cancels a turn · Ctrl-C twice or Ctrl-D quits · /help')}\n`);
+    this.io.out.write(`${c.bold('harness chat')} ${c.dim(`· ${which} · ${model} · approvals ${this.options.approve ?? this.harness.ctx.approvals?.defaultPolicy ?? 'deny-all (no approvals plugin)'}`)}\n${c.dim('Ctrl-C cancels a turn · Ctrl-C twice or Ctrl-D quits · /help')}\n${this.options.recap ?? ''}`);
     return new Promise<number>((resolveExit) => {
       this.exit = resolveExit;
       this.rl.on('line', (line) => {

@@ -20,6 +20,7 @@ import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
 import { HarnessError, readJournalHeader, type AgentSession, type AnySessionEvent, type ApprovalRequest, type Harness, type SessionEvent } from '../../runtime/index.ts';
 import { askInTerminal, type Ask, type AskAnswer } from '../approval.ts';
+import { sessionToResume } from '../find-session.ts';
 import { shellQuote, type Io } from '../env.ts';
 import { printable } from '../format.ts';
 import { exitAfterFlush, onStop, SECOND_STOP_FLUSH_MS, type StopRequest } from '../lifecycle.ts';
@@ -82,9 +83,16 @@ class JsonRecords implements RunOutput {
   finish(): void {}
 }
 
-/** Opens the session to resume, checking first that its workspace still exists (unless --cwd gives another). */
-export async function resumeSession(harness: Harness, resume: string, cwd: string | undefined, io: Io): Promise<AgentSession> {
-  const path = sessionPath(resume, harness.dataDir);
+/**
+ * The journal `--resume` / `--continue` name (see find-session.ts), or undefined for a new session.
+ * `-c` looks in the workspace of the run: `--cwd`, else the current directory.
+ */
+export function journalToResume(harness: Harness, options: TurnOptions, io: Io): Promise<string | undefined> {
+  return sessionToResume(options, { dataDir: harness.dataDir, workspace: options.cwd ?? process.cwd(), io, resolveArgument: (argument) => sessionPath(argument, harness.dataDir) });
+}
+
+/** Opens the session of the journal `path`, checking first that its workspace still exists (unless --cwd gives another). */
+export async function resumeSession(harness: Harness, path: string, cwd: string | undefined, io: Io): Promise<AgentSession> {
   if (cwd === undefined) {
     const header = await readJournalHeader(path);
     if (header.cwd !== undefined) checkWorkspace(header.cwd, 'session');
@@ -116,8 +124,9 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
   let session: AgentSession | undefined;
   try {
     let call: { provider?: string; model?: string };
-    if (options.resume) {
-      session = await resumeSession(harness, options.resume, options.cwd, io);
+    const resume = await journalToResume(harness, options, io);
+    if (resume !== undefined) {
+      session = await resumeSession(harness, resume, options.cwd, io);
       call = await resolveCall(harness, options, session);
       if (stopped()) return stopped()!.exitCode;
       json?.record(await readJournalHeader(session.path));
@@ -129,7 +138,7 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
       const title = await session.session.append('session/title', { title: titleOf(prompt) });
       json?.event(title as AnySessionEvent);
     }
-    const tally = options.resume ? await UsageTally.of(session) : new UsageTally();
+    const tally = resume !== undefined ? await UsageTally.of(session) : new UsageTally();
     const ask: Ask | undefined = live && mode.canAsk && process.stdin.isTTY && io.interactive ? (request) => askOnce(request, io, live, controller.signal, () => cancelledBy) : undefined;
     const approve = makeApprover(harness, options.approve, ask);
     let interrupts = 0;

@@ -7,6 +7,7 @@
 import { resolve } from 'node:path';
 import { forkSession, HarnessError, listSessions, writeImportedSession, type SessionSummary } from '../../runtime/index.ts';
 import { selfCommand, type Io } from '../env.ts';
+import { homeRelative } from '../find-session.ts';
 import { compactCount, formatAgo, oneLine, printable } from '../format.ts';
 import { openHarnessForReading, selfWithGlobals, sessionArgument, sessionPath, statOf, type GlobalOptions } from '../setup.ts';
 
@@ -16,13 +17,21 @@ function listed(summary: SessionSummary, dataDir: string): SessionSummary & { he
   return id === summary.id ? summary : { ...summary, id, headerId: summary.id };
 }
 
-/** Lists the sessions of the data directory, most recently updated first. */
-export async function sessionsCommand(options: { json?: boolean }, globals: GlobalOptions, io: Io): Promise<number> {
+/**
+ * Lists the sessions of the data directory, most recently updated first; `--workspace <dir>` only
+ * those whose workspace (header `cwd`) is that directory.
+ */
+export async function sessionsCommand(options: { json?: boolean; workspace?: string }, globals: GlobalOptions, io: Io): Promise<number> {
   const harness = await openHarnessForReading(globals, io);
   try {
-    const sessions = (await listSessions(harness.dataDir)).map((summary) => listed(summary, harness.dataDir));
+    const workspace = options.workspace === undefined ? undefined : resolve(options.workspace);
+    const sessions = (await listSessions(harness.dataDir)).filter((s) => workspace === undefined || (s.cwd !== undefined && resolve(s.cwd) === workspace)).map((summary) => listed(summary, harness.dataDir));
     if (options.json) {
       for (const session of sessions) io.out.write(`${JSON.stringify(session)}\n`);
+      return 0;
+    }
+    if (sessions.length === 0 && workspace !== undefined) {
+      io.out.write(`No sessions of the workspace ${printable(workspace)} in ${harness.dataDir}/sessions.\n`);
       return 0;
     }
     if (sessions.length === 0) {
@@ -36,15 +45,16 @@ export async function sessionsCommand(options: { json?: boolean }, globals: Glob
         : oneLine(s.title ?? (s.importedFrom ? `(imported from ${s.importedFrom.format})` : s.parent ? `(fork of ${s.parent.sessionId.slice(0, 8)} at seq ${s.parent.seq})` : '—'), 48);
       const copy = s.headerId !== undefined ? c.yellow(` [copy: its header says session ${oneLine(s.headerId, 60)}]`) : '';
       const tokens = `${compactCount((s.usage.inputTokens ?? 0) + (s.usage.cacheReadTokens ?? 0) + (s.usage.cacheWriteTokens ?? 0))}/${compactCount(s.usage.outputTokens ?? 0)}`;
-      return [printable(s.id), `${title === '—' ? c.dim(title) : title}${copy}`, String(s.turnCount), tokens, formatAgo(s.lastUpdateAtMs)];
+      const where = s.cwd === undefined ? c.dim('—') : oneLine(homeRelative(s.cwd), 40);
+      return [printable(s.id), `${title === '—' ? c.dim(title) : title}${copy}`, where, String(s.turnCount), tokens, formatAgo(s.lastUpdateAtMs)];
     });
-    const head = ['ID', 'TITLE', 'TURNS', 'TOKENS in/out', 'UPDATED'];
+    const head = ['ID', 'TITLE', 'WORKSPACE', 'TURNS', 'TOKENS in/out', 'UPDATED'];
     const visible = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '').length;
     const widths = head.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i]!))));
     const pad = (text: string, i: number) => text + ' '.repeat(widths[i]! - visible(text));
     io.out.write(`${c.dim(head.map(pad).join('  ').trimEnd())}\n`);
     for (const row of rows) io.out.write(`${row.map(pad).join('  ').trimEnd()}\n`);
-    io.out.write(c.dim(`${sessions.length} session${sessions.length === 1 ? '' : 's'} in ${harness.dataDir}/sessions\n`));
+    io.out.write(c.dim(`${sessions.length} session${sessions.length === 1 ? '' : 's'}${workspace === undefined ? '' : ` of ${printable(workspace)}`} in ${harness.dataDir}/sessions\n`));
     return 0;
   } finally {
     await harness.dispose();

@@ -108,6 +108,8 @@ export interface SessionSummary {
   readonly path: string;
   readonly createdAtMs?: number;
   readonly title?: string;
+  /** The session's workspace (its header's `cwd`), when it has one. */
+  readonly cwd?: string;
   readonly turnCount: number;
   /** Token totals of every `assistant/message` and `compaction/summary`. */
   readonly usage: TokenUsage;
@@ -209,6 +211,7 @@ async function summarize(path: string): Promise<SessionSummary> {
     path,
     createdAtMs: h.createdAtMs,
     ...(title !== undefined ? { title } : {}),
+    ...(h.cwd !== undefined ? { cwd: h.cwd } : {}),
     turnCount,
     usage,
     eventCount,

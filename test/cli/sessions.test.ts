@@ -1,7 +1,9 @@
 /**
  * `harness replay` on a journal from each of `run`, an imported DeepSeek Harness session and a forked
- * session; `fork --at`, `import dsh`, `sessions`, and `run --resume` on a fork.
+ * session; `fork --at`, `import dsh`, `sessions` (with its workspace column and filter), `run --resume`
+ * on a fork, id prefixes and `-c`.
  */
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dshRoot, harness, journalOf, readEvents, sessionIdOf, tempDir } from './support.ts';
@@ -88,15 +90,52 @@ describe('sessions, fork, import, replay', { timeout: 180_000 }, () => {
     const list = await harness(['sessions'], opts());
     expect(list.code).toBe(0);
     const lines = list.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+TITLE\s+TURNS\s+TOKENS in\/out\s+UPDATED$/);
+    expect(lines[0]).toMatch(/^ID\s+TITLE\s+WORKSPACE\s+TURNS\s+TOKENS in\/out\s+UPDATED$/);
     const row = lines.find((line) => line.startsWith(sessionIdOf(runJournal)))!;
-    expect(row).toMatch(/What is in this workspace\?\s+1\s+\d+(\.\d)?k\/\d+\s+(\d+s|\d+ min) ago$/);
-    expect(lines.find((line) => line.startsWith('forked'))).toMatch(/What is in this workspace\?\s+2\s/);
+    expect(row).toMatch(/What is in this workspace\?\s+\S*cookbook\/demo-workspace\s+1\s+\d+(\.\d)?k\/\d+\s+(\d+s|\d+ min) ago$/);
+    expect(lines.find((line) => line.startsWith('forked'))).toMatch(/What is in this workspace\?\s+\S*cookbook\/demo-workspace\s+2\s/);
     expect(lines.find((line) => line.startsWith('dsh-fs-read'))).toMatch(/\s1\s/);
     expect(lines.at(-1)).toMatch(/^\d+ sessions in /);
     const json = await harness(['sessions', '--json'], opts());
     const ids = json.stdout.trim().split('\n').map((line) => JSON.parse(line).id);
     expect(ids).toEqual(expect.arrayContaining([sessionIdOf(runJournal), 'forked', 'dsh-fs-read', 'closed']));
+    expect(JSON.parse(json.stdout.split('\n')[0]!).cwd).toEqual(expect.any(String));
+  });
+
+  it('finds sessions by a unique id prefix; an ambiguous prefix lists the candidates', async () => {
+    const id = sessionIdOf(runJournal);
+    const byPrefix = await harness(['replay', id.slice(0, 8)], opts());
+    expect(byPrefix.code).toBe(0);
+    expect(byPrefix.stdout).toContain(`session ${id}`);
+    for (const twin of ['twin-a', 'twin-b']) expect((await harness(['fork', id, '--at', '0', '--id', twin], opts())).code).toBe(0);
+    const ambiguous = await harness(['replay', 'twin'], opts());
+    expect(ambiguous.code).toBe(1);
+    expect(ambiguous.stderr).toBe('error AMBIGUOUS_SESSION: "twin" is the start of 2 session ids: twin-a, twin-b. Give more of the id.\n');
+    const resumed = await harness(['run', 'Hello again.', '--resume', 'twin-b'], opts());
+    expect(resumed.code).toBe(0);
+    expect(journalOf(resumed.stdout)).toBe(join(home.dir, 'sessions/twin-b.jsonl'));
+  });
+
+  it('-c continues the latest session of the workspace; sessions -w lists only that workspace\'s', async () => {
+    const other = join(workspace.dir, 'other');
+    mkdirSync(other, { recursive: true });
+    const mine = await harness(['run', 'A session of the other workspace.', '--cwd', other], opts());
+    expect(mine.code).toBe(0);
+    // A newer session elsewhere does not count for -c in `other`.
+    const demo = join(import.meta.dirname, '../../cookbook/demo-workspace');
+    expect((await harness(['run', 'Newer, elsewhere.', '--cwd', demo], opts())).code).toBe(0);
+    const continued = await harness(['run', 'Go on.', '-c'], { ...opts(), cwd: other });
+    expect(continued.code).toBe(0);
+    expect(journalOf(continued.stdout)).toBe(journalOf(mine.stdout));
+    expect(readEvents(journalOf(mine.stdout)).filter((e) => e.type === 'turn/start')).toHaveLength(2);
+    const listed = await harness(['sessions', '--workspace', other, '--json'], opts());
+    expect(listed.stdout.trim().split('\n').map((line) => JSON.parse(line).id)).toEqual([sessionIdOf(journalOf(mine.stdout))]);
+    const none = await harness(['run', 'Go on.', '--continue', '--cwd', join(workspace.dir)], opts());
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/^error NO_SESSION_TO_CONTINUE: No session of the workspace /);
+    const both = await harness(['run', 'Go on.', '-c', '-r', 'twin-a'], { ...opts(), cwd: other });
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/^error INVALID_ARGUMENTS: --continue and --resume cannot be combined/);
   });
 
   it('a session that does not exist is one error line naming the path, and a hint to list them', async () => {
