@@ -124,3 +124,47 @@ describe.skipIf(!hasTmux && !process.env.CI)('harness chat in a real terminal', 
     expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['completed', 'aborted']);
   });
 });
+
+describe.skipIf(!hasTmux && !process.env.CI)('finding a session from chat', { timeout: 300_000 }, () => {
+  it('-r with no id picks from a list; -c takes the workspace\'s latest; -r takes an id prefix; a resumed chat shows its last turns', async () => {
+    expect(hasTmux, 'tmux is needed for this test (apt-get install tmux)').toBe(true);
+    const { config } = writeProject();
+    const home = join(project.dir, 'home-find');
+    const here = join(project.dir, 'here');
+    const elsewhere = join(project.dir, 'elsewhere');
+    for (const dir of [here, elsewhere]) mkdirSync(dir, { recursive: true });
+    // "alpha" in this workspace, then the newer "beta" in another.
+    const alpha = await harness(['run', 'alpha question', '--config', config, '--cwd', here], { home });
+    expect(alpha.code).toBe(0);
+    const beta = await harness(['run', 'beta question', '--config', config, '--cwd', elsewhere], { home });
+    expect(beta.code).toBe(0);
+    const idOf = (stdout: string) => /^journal \S+\/([^/]+)\.jsonl$/m.exec(stdout)![1]!;
+    const [alphaId, betaId] = [idOf(alpha.stdout), idOf(beta.stdout)];
+    const chat = `'${process.execPath}' '${bin}' chat --config '${config}'`;
+    terminal = new Terminal(
+      `cd '${here}' && ${chat} -r; echo "EXITED-1:$?"; ${chat} -c; echo "EXITED-2:$?"; ${chat} -r ${betaId.slice(0, 8)}; echo "EXITED-3:$?"; sleep 120`,
+      cleanEnv({ HARNESS_HOME: home, TERM: 'xterm-256color' }),
+    );
+    const t = terminal;
+    // 1. The picker: this workspace's session first, then the other; ↓ Enter takes "beta".
+    let screen = await t.waitFor((s) => s.includes('Resume which session?') && s.includes('beta question'), 'the picker');
+    expect(screen.indexOf('alpha question')).toBeLessThan(screen.indexOf('beta question'));
+    expect(screen).toMatch(/beta question\s+\S*elsewhere\s+\S+ ago\s+1 turn/);
+    t.keys('Down');
+    t.keys('Enter');
+    screen = await t.waitFor((s) => s.includes(`harness chat · session ${betaId}`) && s.trimEnd().endsWith('›'), 'the chosen session');
+    // The resumed chat shows the session so far before its prompt.
+    expect(screen).toContain('── the session so far (1 turn) ──');
+    expect(screen).toContain('user: beta question');
+    expect(screen).toContain('turn 1 completed');
+    t.type('/exit');
+    // 2. -c: the latest session of this workspace (alpha), though beta is newer.
+    screen = await t.waitFor((s) => s.includes('EXITED-1:0') && s.includes(`harness chat · session ${alphaId}`) && s.trimEnd().endsWith('›'), '-c to open alpha');
+    t.type('/exit');
+    // 3. -r with an id prefix.
+    await t.waitFor((s) => s.includes('EXITED-2:0') && count(s, `harness chat · session ${betaId}`) === 2 && s.trimEnd().endsWith('›'), 'the prefix to open beta');
+    t.type('/exit');
+    await t.waitFor((s) => s.includes('EXITED-3:0'), 'the last chat to quit');
+    terminal.close();
+  });
+});
