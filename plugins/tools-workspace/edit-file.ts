@@ -28,7 +28,7 @@ export function editFileTool(config: WorkspaceToolsConfig): ToolDefinition<z.out
     async execute(input, context) {
       const workspace = await openWorkspace(config.root, context.cwd);
       const { real, rel } = await workspace.resolve(input.path);
-      const { text: before, info } = await readTextFile(real, rel, config.write.maxBytes);
+      const { text: before, info } = await readTextFile(workspace.root, real, rel, config.write.maxBytes);
       if (input.old_string === input.new_string) {
         throw new HarnessError('NO_CHANGE', 'old_string and new_string are identical; there is nothing to change.');
       }
@@ -65,7 +65,7 @@ export function editFileTool(config: WorkspaceToolsConfig): ToolDefinition<z.out
         throw new HarnessError('CONTENT_TOO_LARGE', `The edited ${rel} would be ${afterBytes} bytes, over the ${config.write.maxBytes}-byte limit.`);
       }
       if (context.signal.aborted) throw context.signal.reason;
-      await writeAtomic(real, rel, after, info.mode & 0o7777);
+      await writeAtomic(workspace.root, real, rel, after, info.mode & 0o7777);
       const diff = createTwoFilesPatch(`a/${rel}`, `b/${rel}`, before, after, undefined, undefined, { context: 3, headerOptions: FILE_HEADERS_ONLY });
       return `Edited ${rel}: replaced ${plural(positions.length, 'occurrence')}.\n${diff}`;
     },

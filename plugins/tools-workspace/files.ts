@@ -3,10 +3,11 @@
  * atomic write (temp file in the same directory → fsync → rename).
  */
 import { randomBytes } from 'node:crypto';
-import type { Stats } from 'node:fs';
-import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { constants, type Stats } from 'node:fs';
+import { open, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
 import { HarnessError } from '../../runtime/index.ts';
+import { openConfined, openDirectoryConfined, throughDescriptor } from './paths.ts';
 
 /** How much of a file's head the binary heuristic looks at. */
 export const SNIFF_BYTES = 8192;
@@ -58,16 +59,18 @@ export function binaryError(display: string): HarnessError {
   return new HarnessError('BINARY_FILE', `${display} looks like a binary file (it has NUL bytes or is not valid UTF-8); the file tools only handle text.`);
 }
 
-/** Reads a whole text file (after the size check), refusing binary content. */
-export async function readTextFile(real: string, display: string, maxBytes: number): Promise<{ text: string; info: Stats }> {
-  const info = await statPath(real, display, 'file');
-  if (info.size > maxBytes) {
-    throw new HarnessError('FILE_TOO_LARGE', `${display} is ${info.size} bytes, over the ${maxBytes}-byte limit for this tool.`);
-  }
-  const handle = await open(real, 'r').catch((error: unknown) => {
+/** Reads a whole text file (after the size check), refusing binary content, through a verified descriptor. */
+export async function readTextFile(root: string, real: string, display: string, maxBytes: number): Promise<{ text: string; info: Stats }> {
+  await statPath(real, display, 'file');
+  const handle = await openConfined(root, real, display).catch((error: unknown) => {
     throw fsError(error, display);
   });
   try {
+    const info = await handle.stat();
+    if (!info.isFile()) throw new HarnessError('NOT_A_FILE', `${display} is not a regular file.`);
+    if (info.size > maxBytes) {
+      throw new HarnessError('FILE_TOO_LARGE', `${display} is ${info.size} bytes, over the ${maxBytes}-byte limit for this tool.`);
+    }
     const bytes = await handle.readFile();
     if (looksBinary(bytes, false)) throw binaryError(display);
     return { text: new TextDecoder('utf-8').decode(bytes), info };
@@ -79,38 +82,43 @@ export async function readTextFile(real: string, display: string, maxBytes: numb
 /**
  * Writes `content` atomically: a temp file in the same directory, fsync, rename over the target (then
  * a best-effort fsync of the directory). Creates missing parent directories. Keeps the mode of a file
- * it replaces. No temp file is left behind on failure.
+ * it replaces. No temp file is left behind on failure. The directory is opened once and verified
+ * inside `root`; the temp file is created and renamed through its descriptor (see `paths.ts`).
  */
-export async function writeAtomic(real: string, display: string, content: string | Uint8Array, mode?: number): Promise<void> {
-  const dir = dirname(real);
+export async function writeAtomic(root: string, real: string, display: string, content: string | Uint8Array, mode?: number): Promise<void> {
+  let dir: FileHandle;
   try {
-    await mkdir(dir, { recursive: true });
+    dir = await openDirectoryConfined(root, dirname(real), dirname(display), true);
   } catch (error) {
     throw fsError(error, dirname(display));
   }
-  const temp = join(dir, `.${basename(real)}.${randomBytes(6).toString('hex')}.tmp`);
-  let handle;
   try {
-    handle = await open(temp, 'wx', mode ?? 0o666);
-  } catch (error) {
-    throw fsError(error, display);
-  }
-  try {
+    const name = basename(real);
+    const temp = throughDescriptor(dir, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
+    let handle;
     try {
-      await handle.writeFile(content);
-      if (mode !== undefined) await handle.chmod(mode);
-      await handle.sync();
-    } finally {
-      await handle.close();
+      handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode ?? 0o666);
+    } catch (error) {
+      throw fsError(error, display);
     }
-    await rename(temp, real);
-  } catch (error) {
-    await unlink(temp).catch(() => undefined);
-    throw fsError(error, display);
+    try {
+      try {
+        await handle.writeFile(content);
+        if (mode !== undefined) await handle.chmod(mode);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(temp, throughDescriptor(dir, name));
+    } catch (error) {
+      await unlink(temp).catch(() => undefined);
+      throw fsError(error, display);
+    }
+    // Make the rename itself durable; not every platform lets a directory be fsynced.
+    await dir.sync().catch(() => undefined);
+  } finally {
+    await dir.close();
   }
-  // Make the rename itself durable; not every platform lets a directory be fsynced.
-  const dirHandle = await open(dir, 'r').catch(() => undefined);
-  if (dirHandle) await dirHandle.sync().catch(() => undefined).finally(() => dirHandle.close());
 }
 
 /** `a.txt` → `1 line` style counting with the right plural. */

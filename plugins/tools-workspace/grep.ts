@@ -4,14 +4,14 @@
  * over the size limit.
  */
 import type { Dirent } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defineTool, HarnessError, z, type ToolDefinition } from '../../runtime/index.ts';
 import type { WorkspaceToolsConfig } from './config.ts';
 import { fsError, looksBinary, plural } from './files.ts';
 import { globMatcher } from './glob.ts';
 import { IGNORED_DIRS } from './list-dir.ts';
-import { openWorkspace } from './paths.ts';
+import { openWorkspace, readdirConfined, readFileConfined } from './paths.ts';
 
 const MAX_RESULTS_LIMIT = 1000;
 
@@ -62,7 +62,7 @@ export function grepTool(config: WorkspaceToolsConfig): ToolDefinition<z.output<
             skippedLargeCount += 1;
             return;
           }
-          bytes = await readFile(file);
+          bytes = await readFileConfined(workspace.root, file, display);
         } catch {
           return; // vanished or unreadable: nothing to report for a search
         }
@@ -87,7 +87,7 @@ export function grepTool(config: WorkspaceToolsConfig): ToolDefinition<z.output<
         if (context.signal.aborted) throw context.signal.reason;
         let entries: Dirent[];
         try {
-          entries = await readdir(dir, { withFileTypes: true });
+          entries = await readdirConfined(workspace.root, dir, rel);
         } catch (error) {
           if (relDir === '') throw fsError(error, rel);
           return;

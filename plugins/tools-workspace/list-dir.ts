@@ -4,12 +4,12 @@
  * `node_modules` are listed but not expanded unless asked.
  */
 import type { Dirent } from 'node:fs';
-import { readdir, readlink } from 'node:fs/promises';
+import { readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { defineTool, z, type ToolDefinition } from '../../runtime/index.ts';
 import type { WorkspaceToolsConfig } from './config.ts';
 import { fsError, statPath } from './files.ts';
-import { openWorkspace } from './paths.ts';
+import { openWorkspace, readdirConfined } from './paths.ts';
 
 export const IGNORED_DIRS: ReadonlySet<string> = new Set(['.git', 'node_modules']);
 export const MAX_LIST_DEPTH = 5;
@@ -44,7 +44,7 @@ export function listDirTool(config: WorkspaceToolsConfig): ToolDefinition<z.outp
         if (context.signal.aborted) throw context.signal.reason;
         let entries: Dirent[];
         try {
-          entries = await readdir(dir, { withFileTypes: true });
+          entries = await readdirConfined(workspace.root, dir, rel);
         } catch (error) {
           if (level === 1) throw fsError(error, rel);
           lines[lines.length - 1] += ' (unreadable)';

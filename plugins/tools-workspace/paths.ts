@@ -4,7 +4,8 @@
  * realpath of its longest existing prefix; a dangling symlink on the way is followed to its target.
  * Tools then operate on the resolved real path, so what was checked is what is touched.
  */
-import { lstat, readlink, realpath, stat } from 'node:fs/promises';
+import { constants, existsSync, type Dirent } from 'node:fs';
+import { lstat, mkdir, open, readdir, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { HarnessError } from '../../runtime/index.ts';
 
@@ -92,4 +93,106 @@ async function realpathLoose(absolute: string, hops: number): Promise<string> {
   const parent = dirname(absolute);
   if (parent === absolute) return absolute;
   return join(await realpathLoose(parent, hops), basename(absolute));
+}
+
+/**
+ * Race-free use of a checked path (Linux): `resolve` checks a path *string*, but another process in
+ * the workspace can swap a directory on it for a symlink between the check and the use. So a file
+ * is opened with `O_NOFOLLOW` and the opened descriptor is verified — `readlink /proc/self/fd/N`
+ * names what was really opened — and used from then on; a file is created through its parent
+ * directory's verified descriptor (`/proc/self/fd/<dirfd>/<name>`, `O_CREAT|O_EXCL|O_NOFOLLOW`), so
+ * the path cannot change between check and use. Without `/proc/self/fd` (not Linux) the checks fall
+ * back to the path-based ones above.
+ */
+const PROC_FD = existsSync('/proc/self/fd');
+
+function swapped(display: string, root: string, actual: string): HarnessError {
+  return new HarnessError('PATH_OUTSIDE_WORKSPACE', `The path "${display}" changed while it was being used: it now leads to ${actual}, outside the workspace ${root}. Only paths inside the workspace can be used.`, {
+    details: { path: display, resolved: actual, root },
+  });
+}
+
+/** Checks that an open descriptor is inside `root`. @throws HarnessError `PATH_OUTSIDE_WORKSPACE`. */
+export async function verifyDescriptor(root: string, fd: number, display: string): Promise<void> {
+  if (!PROC_FD) return;
+  const actual = await readlink(`/proc/self/fd/${fd}`);
+  if (!isInside(root, actual)) throw swapped(display, root, actual);
+}
+
+/** `/proc/self/fd/<fd>/<name>`: a name inside an open directory, reached through its descriptor. */
+export function throughDescriptor(dir: FileHandle, name: string): string {
+  return PROC_FD ? `/proc/self/fd/${dir.fd}/${name}` : join(dirPaths.get(dir) ?? '.', name);
+}
+
+const dirPaths = new WeakMap<FileHandle, string>();
+
+/**
+ * Opens `real` (a path `resolve` returned) without following a symlink at its end and verifies the
+ * descriptor is inside `root`. A symlink there now (ELOOP) is a swap: `PATH_OUTSIDE_WORKSPACE`.
+ */
+export async function openConfined(root: string, real: string, display: string, flags: number = constants.O_RDONLY): Promise<FileHandle> {
+  let handle: FileHandle;
+  try {
+    handle = await open(real, flags | constants.O_NOFOLLOW);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw swapped(display, root, `a symlink at ${real}`);
+    throw error;
+  }
+  try {
+    await verifyDescriptor(root, handle.fd, display);
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  return handle;
+}
+
+/**
+ * Opens the directory `realDir` (inside `root`), creating missing levels one at a time, each through
+ * its parent's verified descriptor, so no level can be swapped for a symlink on the way.
+ */
+export async function openDirectoryConfined(root: string, realDir: string, display: string, create: boolean): Promise<FileHandle> {
+  const flags = constants.O_RDONLY | constants.O_DIRECTORY;
+  const rel = relative(root, realDir);
+  const segments = rel === '' ? [] : rel.split(sep);
+  let handle = await openConfined(root, root, '.', flags);
+  dirPaths.set(handle, root);
+  let path = root;
+  try {
+    for (const segment of segments) {
+      const next = throughDescriptor(handle, segment);
+      path = join(path, segment);
+      if (create) await mkdir(next).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EEXIST') throw error;
+      });
+      const child = await openConfined(root, next, display, flags);
+      dirPaths.set(child, path);
+      await handle.close();
+      handle = child;
+    }
+    return handle;
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** The entries of the directory `real`, read through its verified descriptor. */
+export async function readdirConfined(root: string, real: string, display: string): Promise<Dirent[]> {
+  const handle = await openConfined(root, real, display, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    return await readdir(PROC_FD ? `/proc/self/fd/${handle.fd}` : real, { withFileTypes: true });
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The bytes of the file `real`, read through its verified descriptor. */
+export async function readFileConfined(root: string, real: string, display: string): Promise<Buffer> {
+  const handle = await openConfined(root, real, display);
+  try {
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
 }

@@ -3,11 +3,10 @@
  * before the window and after it are only counted (bytes scanned for newlines), never decoded or
  * kept, so a multi-gigabyte log costs memory for the window alone.
  */
-import { open } from 'node:fs/promises';
 import { defineTool, HarnessError, z, type ToolDefinition } from '../../runtime/index.ts';
 import { binaryError, fsError, looksBinary, plural, SNIFF_BYTES, statPath } from './files.ts';
 import type { WorkspaceToolsConfig } from './config.ts';
-import { openWorkspace } from './paths.ts';
+import { openConfined, openWorkspace } from './paths.ts';
 
 const CHUNK_BYTES = 64 * 1024;
 const NEWLINE = 0x0a;
@@ -39,7 +38,7 @@ export function readFileTool(config: WorkspaceToolsConfig): ToolDefinition<z.out
       const width = String(offset + limit - 1).length;
       const charBudget = maxOutputChars > 0 ? maxOutputChars : Infinity;
 
-      const handle = await open(real, 'r').catch((error: unknown) => {
+      const handle = await openConfined(workspace.root, real, rel).catch((error: unknown) => {
         throw fsError(error, rel);
       });
       const shown: string[] = [];

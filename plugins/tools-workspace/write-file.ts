@@ -37,7 +37,7 @@ export function writeFileTool(config: WorkspaceToolsConfig): ToolDefinition<z.ou
       if (existing?.isDirectory()) throw new HarnessError('NOT_A_FILE', `${rel} is a directory; give a file path.`);
       if (existing !== undefined && !existing.isFile()) throw new HarnessError('NOT_A_FILE', `${rel} is not a regular file.`);
       if (context.signal.aborted) throw context.signal.reason;
-      await writeAtomic(real, rel, bytes, existing ? existing.mode & 0o7777 : undefined);
+      await writeAtomic(workspace.root, real, rel, bytes, existing ? existing.mode & 0o7777 : undefined);
       return existing === undefined
         ? `Created ${rel} (${plural(bytes.length, 'byte')}).`
         : `Replaced ${rel} (${plural(bytes.length, 'byte')}; it had ${plural(existing.size, 'byte')}).`;

@@ -158,7 +158,7 @@ describe('write_file', () => {
 
   it('leaves no temp file when the rename fails (writeAtomic onto a non-empty directory)', async () => {
     ws.write('target/inner.txt', 'x');
-    const error = await writeAtomic(join(ws.dir, 'target'), 'target', 'new').then(
+    const error = await writeAtomic(ws.dir, join(ws.dir, 'target'), 'target', 'new').then(
       () => undefined,
       (caught: unknown) => caught,
     );
