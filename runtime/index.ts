@@ -89,6 +89,8 @@ export {
   messageText,
 } from './llm/message.ts';
 export { BlockAssembler, assembleChunks, type AssembledMessage } from './llm/assembler.ts';
+export { rewriteText, type TextRewrite } from './llm/rewrite-text.ts';
+export { contentDigest } from './llm/digest.ts';
 export { LlmAdapter, type AdapterDefaults, type ReplayDegradeReport } from './llm/adapter.ts';
 export { type AdapterRegistrationHandle, type RouteInfo, type AdaptersUpdatedEvent } from './llm/registry.ts';
 export { type LlmContext, type PreparedCall, type PrepareOptions, type ModelStandIn } from './llm/service.ts';

@@ -7,7 +7,8 @@
  *   `thinking_delta`s are skipped; the `signature_delta` goes into the envelope entry
  *   `{ signature }`); `redacted_thinking` → `{ type: 'reasoning', text: '', redacted: true }` with entry
  *   `{ data }` (kept verbatim); `tool_use` → tool-call (`input_json_delta` fragments as raw arguments,
- *   `{}` when the input was empty — or the start block's `input` when no delta came). Block types
+ *   `{}` when the input was empty — or the start block's `input` when no delta came — sent as a
+ *   delta: `block-end` carries no content, per `StreamChunkMap`). Block types
  *   this adapter does not model (server tools, citations, …) are skipped; `ping` is ignored.
  * - A block without `content_block_stop`: text/thinking are closed at the end of the stream; a
  *   tool_use is left open (its input JSON may be cut) and gets no `block-end` — with
@@ -75,6 +76,8 @@ export interface RedactedEntry {
 
 const DEFAULT_BUDGETS: Record<string, number> = { minimal: 1024, low: 2048, medium: 8192, high: 24_576, max: 32_000 };
 const DEFAULT_MAX_TOKENS = 8192;
+/** block-end of a redacted_thinking block: its only attribute (the deltas carry no text). */
+const REDACTED_ATTRIBUTES: ContentBlock = Object.freeze({ type: 'reasoning', text: '', redacted: true });
 
 export class AnthropicAdapter extends RoutedSdkAdapter<AnthropicRoute, Anthropic> {
   override readonly replayFormat = ANTHROPIC_REPLAY_FORMAT;
@@ -274,28 +277,27 @@ export class AnthropicStreamState implements StreamParser<AnthropicEvent> {
   private close(slot: BlockSlot): void {
     if (slot.closed) return;
     slot.closed = true;
-    let block: ContentBlock;
     switch (slot.kind) {
-      case KIND_TEXT:
-        block = { type: 'text', text: slot.text };
-        break;
       case KIND_THINKING:
         this.entries[slot.block] = { signature: slot.id };
-        block = { type: 'reasoning', text: slot.text };
         break;
       case KIND_REDACTED:
-        block = { type: 'reasoning', text: '', redacted: true };
-        break;
-      default: {
+        this.out.push({ type: 'block-end', index: slot.block, block: REDACTED_ATTRIBUTES });
+        return;
+      case KIND_TOOL: {
+        // The deltas are the arguments (StreamChunkMap): the start block's input or `{}` go as one.
         let args = slot.text;
-        if (args === '' && slot.input !== null && typeof slot.input === 'object' && Object.keys(slot.input).length > 0) {
-          args = JSON.stringify(slot.input);
+        if (args === '') {
+          args = slot.input !== null && typeof slot.input === 'object' && Object.keys(slot.input).length > 0 ? JSON.stringify(slot.input) : '{}';
+          slot.text = args;
           this.out.push({ type: 'tool-call-delta', index: slot.block, arguments: args });
         }
-        block = { type: 'tool-call', id: slot.id, name: slot.name, arguments: args === '' ? '{}' : args };
+        break;
       }
+      default:
+        break;
     }
-    this.out.push({ type: 'block-end', index: slot.block, block });
+    this.out.push({ type: 'block-end', index: slot.block });
   }
 
   private mergeUsage(usage: AnthropicUsage): void {

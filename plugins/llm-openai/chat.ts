@@ -11,7 +11,8 @@
  *   `id` continues the last one), any starting index (indexes are keys, not positions), an index
  *   reused with a different `id` (a new call), the whole call in one delta, an empty or repeated
  *   `name` on a continuation (the first non-empty name wins), a call without an id (one is made up).
- *   `block-end` carries the raw arguments, `{}` when none came; no `block-end` for tool calls when the
+ *   the deltas carry the raw arguments (`{}` sent as a delta when none came; `block-end` carries no
+ *   content, per `StreamChunkMap`); no `block-end` for tool calls when the
  *   finish is `length` (their arguments may be cut; the assembler drops them anyway).
  * - Finish: `stop` → stop (tool-calls when tool calls were sent: some servers say `stop`),
  *   `tool_calls`/`function_call` → tool-calls, `length` → max-tokens, `content_filter` → error
@@ -150,6 +151,9 @@ interface ToolSlot {
   args: string;
 }
 
+/** block-end of a refusal block: its only attribute (the deltas were the text). */
+const REFUSAL_ATTRIBUTES: ContentBlock = Object.freeze({ type: 'text', text: '', refusal: true });
+
 const FLOW_NONE = 0;
 const FLOW_TEXT = 1;
 const FLOW_REFUSAL = 2;
@@ -216,13 +220,8 @@ export class ChatStreamState implements StreamParser<ChatChunk> {
 
   private closeFlow(): void {
     if (this.flow === FLOW_NONE) return;
-    const index = this.flowBlock;
-    const text = this.flowText;
-    let block: ContentBlock;
-    if (this.flow === FLOW_REASONING) block = { type: 'reasoning', text };
-    else if (this.flow === FLOW_REFUSAL) block = { type: 'text', text, refusal: true };
-    else block = { type: 'text', text };
-    this.out.push({ type: 'block-end', index, block });
+    // block-end carries no content (StreamChunkMap): the deltas were the text.
+    this.out.push(this.flow === FLOW_REFUSAL ? { type: 'block-end', index: this.flowBlock, block: REFUSAL_ATTRIBUTES } : { type: 'block-end', index: this.flowBlock });
     this.flow = FLOW_NONE;
     this.flowBlock = -1;
     this.flowText = '';
@@ -281,8 +280,15 @@ export class ChatStreamState implements StreamParser<ChatChunk> {
     if (reason === undefined) throw missingFinishError(this.route.provider);
     if (reason !== 'length') {
       for (const tool of this.tools) {
-        if (tool.id === '') tool.id = syntheticCallId();
-        this.out.push({ type: 'block-end', index: tool.block, block: { type: 'tool-call', id: tool.id, name: tool.name, arguments: tool.args === '' ? '{}' : tool.args } });
+        if (tool.id === '') {
+          tool.id = syntheticCallId();
+          this.out.push({ type: 'tool-call-delta', index: tool.block, id: tool.id });
+        }
+        if (tool.args === '') {
+          tool.args = '{}';
+          this.out.push({ type: 'tool-call-delta', index: tool.block, arguments: '{}' });
+        }
+        this.out.push({ type: 'block-end', index: tool.block });
       }
     }
     if (this.usage !== undefined) this.out.push({ type: 'usage', usage: normalizeChatUsage(this.usage, this.route.compat) });

@@ -62,6 +62,9 @@ import type { OpenAIRoute } from './config.ts';
 import { acceptsModality, contentFilterError, emptyResponseError, mediaUrl, missingFinishError, omittedMedia, OpenAIAdapterBase } from './shared.ts';
 import { classifyProviderError, pumpStream } from './transport.ts';
 
+/** block-end of a refusal part: its only attribute (the deltas were the text). */
+const REFUSAL_ATTRIBUTES: ContentBlock = Object.freeze({ type: 'text', text: '', refusal: true });
+
 export const RESPONSES_REPLAY_FORMAT = Object.freeze({ kind: 'openai-responses', version: 1 });
 
 /** Envelope entry of a reasoning block. */
@@ -372,7 +375,7 @@ export class ResponsesStreamState implements StreamParser<ResponsesEvent> {
         const entry: ResponsesReasoningEntry =
           slot.encrypted === undefined ? { type: 'reasoning', id: slot.id, source: slot.source } : { type: 'reasoning', id: slot.id, encryptedContent: slot.encrypted, source: slot.source };
         this.entries[slot.block] = entry;
-        this.out.push({ type: 'block-end', index: slot.block, block: { type: 'reasoning', text: slot.text } });
+        this.out.push({ type: 'block-end', index: slot.block });
         break;
       }
       case 'function_call': {
@@ -382,8 +385,13 @@ export class ResponsesStreamState implements StreamParser<ResponsesEvent> {
           slot.text = item.arguments;
           this.out.push({ type: 'tool-call-delta', index: slot.block, arguments: item.arguments });
         }
+        if (slot.text === '') {
+          slot.text = '{}';
+          this.out.push({ type: 'tool-call-delta', index: slot.block, arguments: '{}' });
+        }
         this.entries[slot.block] = { type: 'function_call', id: slot.id };
-        this.out.push({ type: 'block-end', index: slot.block, block: { type: 'tool-call', id: slot.callId, name: slot.name, arguments: slot.text === '' ? '{}' : slot.text } });
+        // The call_id and name may only be known now: they ride on block-end as attributes.
+        this.out.push({ type: 'block-end', index: slot.block, block: { type: 'tool-call', id: slot.callId, name: slot.name, arguments: '' } });
         break;
       }
       case 'message': {
@@ -408,7 +416,7 @@ export class ResponsesStreamState implements StreamParser<ResponsesEvent> {
           part.closed = true;
           const entry = this.entries[part.block] as ResponsesTextEntry;
           if (entry.id !== slot.id) this.entries[part.block] = { ...entry, id: slot.id };
-          this.out.push({ type: 'block-end', index: part.block, block: part.refusal ? { type: 'text', text: part.text, refusal: true } : { type: 'text', text: part.text } });
+          this.out.push({ type: 'block-end', index: part.block, ...(part.refusal ? { block: REFUSAL_ATTRIBUTES } : {}) });
         }
         break;
       }
@@ -427,12 +435,12 @@ export class ResponsesStreamState implements StreamParser<ResponsesEvent> {
       if (slot.kind === 'reasoning') {
         this.entries[slot.block] =
           slot.encrypted === undefined ? { type: 'reasoning', id: slot.id, source: slot.source } : { type: 'reasoning', id: slot.id, encryptedContent: slot.encrypted, source: slot.source };
-        this.out.push({ type: 'block-end', index: slot.block, block: { type: 'reasoning', text: slot.text } });
+        this.out.push({ type: 'block-end', index: slot.block });
       } else if (slot.kind === 'message') {
         for (const part of slot.partBlocks!) {
           if (part === undefined || part.closed) continue;
           part.closed = true;
-          this.out.push({ type: 'block-end', index: part.block, block: part.refusal ? { type: 'text', text: part.text, refusal: true } : { type: 'text', text: part.text } });
+          this.out.push({ type: 'block-end', index: part.block, ...(part.refusal ? { block: REFUSAL_ATTRIBUTES } : {}) });
         }
       }
     }

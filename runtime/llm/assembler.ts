@@ -1,22 +1,34 @@
 /**
- * BlockAssembler (seed 002 14.2): builds a message from stream chunks, incrementally.
+ * BlockAssembler (seed 002 14.2): builds a message from stream chunks, incrementally, by the block
+ * rule written on `StreamChunkMap`.
  *
+ * - Text, reasoning and tool-call content is the concatenation of the block's deltas; a `block-end`
+ *   gives such a block only its attributes (`refusal`, `redacted`, a tool call's id/name) — its
+ *   text is not read, so a middleware's rewrite of the deltas is what the message holds. Only a
+ *   block whose deltas carried no content at all is taken whole from its `block-end` (streams
+ *   recorded that way: DeepSeek Harness journals). Other block types are their `block-end` block.
  * - A pure-delta stream (no block-start / block-end) assembles too.
  * - A delta to a closed block is ignored, as is a second close (the first close wins): a broken or
  *   hostile adapter cannot grow a block after it ended.
  * - Tool-call arguments stay raw JSON strings.
+ * - Replay lock-step: an envelope whose entry count does not match the emitted blocks is dropped as
+ *   a whole. A text or reasoning block whose assembled text no longer matches the digest the seam
+ *   took of the adapter's output (`ReplayEnvelope.digests`: a middleware rewrote it) has its entry
+ *   set to `null`; untouched blocks keep theirs as they are.
  * - One keep/drop decision for content and replay state: when the stream was cut (`max-tokens`,
  *   `error`, `aborted`), every tool-call block is dropped — its arguments may be truncated — and the
- *   envelope's `blocks` entries at the same positions go with them; the kept blocks keep theirs. An
- *   envelope whose entry count does not match the emitted blocks is dropped as a whole.
+ *   envelope's entries at the same positions go with them; the kept blocks keep theirs, except a
+ *   reasoning block right before a dropped call: reasoning and the item it leads to are one replay
+ *   unit, so its entry becomes `null` (its text stays).
  * - An unclosed block of an unknown type throws `MALFORMED_RESPONSE`; a missing finish is `stop`.
- * - A chunk index that is not a small non-negative integer, or a block-end without a block, throws
- *   `MALFORMED_RESPONSE`.
+ * - A chunk index that is not a small non-negative integer, a `block-end` whose `block` is not a
+ *   content block, or one without a block for a block never opened, throws `MALFORMED_RESPONSE`.
  *
  * Blocks are ordered by chunk `index`. This is the hot path: one `push` per chunk, no copying; the
  * delta cases are kept in a small `push` (inlinable) with a one-slot cache for consecutive deltas.
  */
 import { deepFreeze } from '../kernel/freeze.ts';
+import { contentDigest } from './digest.ts';
 import { LlmError } from './errors.ts';
 import type { ContentBlock, FinishReason, ReplayEnvelope, StreamChunk, TokenUsage } from './types.ts';
 
@@ -28,7 +40,9 @@ class Slot {
   text = '';
   id: string | undefined = undefined;
   name: string | undefined = undefined;
+  /** The block-end block: the block itself for types not built from deltas, attributes only for the others. */
   block: ContentBlock | undefined = undefined;
+  ended = false;
 
   constructor(type: string) {
     this.type = type;
@@ -103,13 +117,21 @@ export class BlockAssembler {
       }
       case 'block-end': {
         const block = chunk.block as ContentBlock | null | undefined;
+        if (block === undefined) {
+          const slot = this.slots[chunk.index];
+          if (slot === undefined) throw new LlmError('MALFORMED_RESPONSE', `block-end for index ${chunk.index} closes no open block and carries no content block.`);
+          slot.accepts = undefined;
+          slot.ended = true;
+          return;
+        }
         if (typeof block !== 'object' || block === null || typeof block.type !== 'string') {
-          throw new LlmError('MALFORMED_RESPONSE', `block-end for index ${chunk.index} carries no content block.`);
+          throw new LlmError('MALFORMED_RESPONSE', `block-end for index ${chunk.index} carries a "block" that is not a content block.`);
         }
         const slot = this.slot(chunk.index, block.type);
-        if (slot.block !== undefined) return; // the first close wins
-        slot.block = chunk.block;
+        if (slot.ended) return; // the first close wins
+        slot.block = block;
         slot.accepts = undefined;
+        slot.ended = true;
         return;
       }
       case 'usage': {
@@ -138,18 +160,46 @@ export class BlockAssembler {
     let replayState: ReplayEnvelope | undefined = full;
     let droppedToolCallCount = 0;
     if (full?.blocks !== undefined && full.blocks.length !== emitted.length) replayState = undefined;
+    let entries = replayState?.blocks?.slice();
+    let digests = replayState?.digests !== undefined && replayState.digests.length === emitted.length ? replayState.digests.slice() : undefined;
+    let changed = false;
+    if (entries !== undefined && digests !== undefined) {
+      for (let i = 0; i < emitted.length; i++) {
+        const digest = digests[i];
+        const block = emitted[i]!;
+        if (typeof digest !== 'string' || (block.type !== 'text' && block.type !== 'reasoning')) continue;
+        if (contentDigest(block.text) === digest) continue;
+        entries[i] = null; // rewritten after the adapter: its signed/encrypted state is not for this text
+        digests[i] = null;
+        changed = true;
+      }
+    }
     if (cut) {
       content = [];
       const keptEntries: unknown[] = [];
+      const keptDigests: (string | null)[] = [];
       for (let i = 0; i < emitted.length; i++) {
         if (emitted[i]!.type === 'tool-call') {
           droppedToolCallCount++;
+          // Reasoning and the item it leads to are one replay unit: never send it alone.
+          if (entries !== undefined && content.length > 0 && content[content.length - 1]!.type === 'reasoning' && keptEntries[keptEntries.length - 1] !== null) {
+            keptEntries[keptEntries.length - 1] = null;
+            if (digests !== undefined) keptDigests[keptDigests.length - 1] = null;
+          }
           continue;
         }
         content.push(emitted[i]!);
-        if (replayState?.blocks !== undefined) keptEntries.push(replayState.blocks[i]);
+        if (entries !== undefined) keptEntries.push(entries[i]);
+        if (digests !== undefined) keptDigests.push(digests[i] ?? null);
       }
-      if (droppedToolCallCount > 0 && replayState?.blocks !== undefined) replayState = { response: replayState.response, blocks: keptEntries };
+      if (droppedToolCallCount > 0 && entries !== undefined) {
+        entries = keptEntries;
+        if (digests !== undefined) digests = keptDigests;
+        changed = true;
+      }
+    }
+    if (changed && replayState !== undefined) {
+      replayState = digests === undefined ? { response: replayState.response, blocks: entries! } : { response: replayState.response, blocks: entries!, digests };
     }
     return deepFreeze({
       content,
@@ -193,22 +243,24 @@ export class BlockAssembler {
     for (let index = 0; index < this.slots.length; index++) {
       const slot = this.slots[index];
       if (slot === undefined) continue;
-      if (slot.block !== undefined) {
-        out.push(slot.block);
-        continue;
-      }
+      const end = slot.block;
       switch (slot.type) {
         case 'text':
-          out.push({ type: 'text', text: slot.text });
-          break;
         case 'reasoning':
-          out.push({ type: 'reasoning', text: slot.text });
+          // The deltas are the content; a block-end of the same type adds its attributes only.
+          if (end === undefined) out.push({ type: slot.type, text: slot.text });
+          else if (end.type !== slot.type) out.push(end);
+          else if (slot.text === '') out.push(end); // given whole at its end (no delta content): a recorded stream
+          else out.push({ ...end, text: slot.text } as ContentBlock);
           break;
         case 'tool-call':
-          out.push({ type: 'tool-call', id: slot.id ?? '', name: slot.name ?? '', arguments: slot.text });
+          if (end === undefined) out.push({ type: 'tool-call', id: slot.id ?? '', name: slot.name ?? '', arguments: slot.text });
+          else if (end.type === 'tool-call') out.push({ ...end, id: slot.id ?? end.id ?? '', name: slot.name ?? end.name ?? '', arguments: slot.text === '' ? (end.arguments ?? '') : slot.text });
+          else out.push(end);
           break;
         default:
-          if (strict) {
+          if (end !== undefined) out.push(end);
+          else if (strict) {
             throw new LlmError('MALFORMED_RESPONSE', `Block ${index} of type "${slot.type}" never closed, and the assembler cannot build a "${slot.type}" block from deltas.`);
           }
       }

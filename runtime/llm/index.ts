@@ -8,3 +8,5 @@ export * from './registry.ts';
 export * from './service.ts';
 export * from './adapter-kit.ts';
 export * from './route-config.ts';
+export { contentDigest } from './digest.ts';
+export { rewriteText, type TextRewrite } from './rewrite-text.ts';

@@ -8,7 +8,8 @@ import { deepFreeze } from '../kernel/freeze.ts';
 import type { Scope } from '../kernel/fiber.ts';
 import type { AdapterDefaults, LlmAdapter, ReplayDegradeReport } from './adapter.ts';
 import { callConfigEquals, isAgentLoopRequest, markAgentLoopRequest, pickCallConfig, resolveRetryPolicy, type ResolvedRetryPolicy, type RetryPolicyConfig } from './call-config.ts';
-import { LlmError, failureOf, llmFailure } from './errors.ts';
+import { LlmError, llmFailure } from './errors.ts';
+import { BoundaryStream } from './boundary.ts';
 import { AdapterRegistry, type AdapterRegistration, type AdapterRegistrationHandle, type AdaptersUpdatedEvent, type RouteInfo } from './registry.ts';
 import { OBSERVE_REQUEST, type AssistantMessage, type GenerateOptions, type LlmCallConfig, type Message, type ModelInfo, type ProviderInfo, type ReplayEnvelope, type StreamChunk } from './types.ts';
 
@@ -190,7 +191,7 @@ export class LlmService {
    * `exit` is set as soon as the registration was entered.
    * @internal
    */
-  openAdapterStream(options: GenerateOptions, binding: Binding | undefined, entered: (exit: () => void) => void): AsyncIterator<StreamChunk> {
+  openAdapterStream(options: GenerateOptions, binding: Binding | undefined, entered: (exit: () => void, track: boolean) => void): AsyncIterator<StreamChunk> {
     const signal = options.signal;
     const registration = binding !== undefined && binding.provider === options.provider ? binding.registration : this.requireRoute(options.provider);
     if (signal?.aborted) throw signal.reason ?? new LlmError('ABORTED', 'The request was aborted before it started.');
@@ -203,8 +204,9 @@ export class LlmService {
         this.bus.report({ level: 'error', code: 'OBSERVER_FAILED', source: 'llm', message: `A request observer threw: ${String(error)}`, error });
       }
     }
-    entered(registration.enter());
     const standIn = this.standIn;
+    // Digests only of an adapter's own output (a stand-in replays chunks that carry theirs).
+    entered(registration.enter(), standIn === undefined && registration.adapter.replayFormat !== undefined);
     if (standIn !== undefined) return standIn.stream(request, { provider: options.provider, adapter: registration.adapter, kind: registration.kind })[Symbol.asyncIterator]();
     return registration.adapter.stream(request)[Symbol.asyncIterator]();
   }
@@ -312,165 +314,6 @@ export class LlmService {
       details: { provider, model: modelId },
     });
   }
-}
-
-/**
- * The innermost step of `llm/stream`: the failure boundary (seed 002 14.3 "终局边界"). Whatever the
- * adapter does, its stream ends with exactly one `finish` and nothing after it:
- * - route selection, replay discipline, `stream()` and `next()` failures → `finish{error|aborted}`;
- * - the adapter ending without a finish → `finish{error, MALFORMED_RESPONSE}` (a body that ends
- *   without its terminal frame is a truncated response, not a clean stop);
- * - a value that is not a chunk → `finish{error, MALFORMED_RESPONSE}`;
- * - once the signal fired, anything but the adapter's own `finish{aborted}` → `finish{aborted}`.
- * Unless the adapter iterator ended or threw by itself, its `return()` is called (consumer exit,
- * abort, a finish or a malformed value), so the adapter can release its request; only then is the
- * registration left (`exit`), so that a swapped-out generation drains after its last request.
- *
- * Hand-written rather than an async generator: it is one hop per chunk on the hot path, and an
- * async function per `next()` costs about half of a generator's yield-and-resume. Like a generator,
- * it starts on the first `next()`, queues overlapping `next()` calls, and after the terminal chunk
- * (or on `return()`) closes the adapter iterator and leaves the registration once.
- */
-class BoundaryStream implements AsyncIterableIterator<StreamChunk> {
-  private iterator: AsyncIterator<StreamChunk> | undefined;
-  private exit: (() => void) | undefined;
-  /** 0: not started; 1: streaming; 2: the terminal chunk was handed out; 3: closed. */
-  private state = 0;
-  /** The adapter iterator neither completed nor threw: it may still hold a request. */
-  private open = false;
-  /** Calls (`next`/`return`) not finished yet; while one runs, later ones wait their turn. */
-  private pending = 0;
-  private last: Promise<unknown> | undefined;
-
-  constructor(
-    private readonly service: LlmService,
-    private readonly options: GenerateOptions,
-    private readonly binding: Binding | undefined,
-  ) {}
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  next(): Promise<IteratorResult<StreamChunk>> {
-    return this.schedule(this.stepOp);
-  }
-
-  return(): Promise<IteratorResult<StreamChunk>> {
-    return this.schedule(this.closeOp);
-  }
-
-  async throw(error?: unknown): Promise<IteratorResult<StreamChunk>> {
-    await this.return();
-    throw error;
-  }
-
-  /** Runs `op` now, or after the calls still running (an async generator queues its calls too). */
-  private schedule(op: () => Promise<IteratorResult<StreamChunk>>): Promise<IteratorResult<StreamChunk>> {
-    const result = this.pending++ === 0 ? op() : this.last!.then(op, op);
-    this.last = result;
-    return result;
-  }
-
-  /** One `next()`: the step itself, then its place in the queue is released. */
-  private readonly stepOp = async (): Promise<IteratorResult<StreamChunk>> => {
-    try {
-      if (this.state >= 2) return await this.close();
-      const signal = this.options.signal;
-      if (this.state === 0) {
-        this.state = 1;
-        try {
-          this.iterator = this.service.openAdapterStream(this.options, this.binding, (exit) => (this.exit = exit));
-        } catch (error) {
-          this.leave();
-          return this.terminal(failureChunk(error, signal));
-        }
-        this.open = true;
-      }
-      if (signal?.aborted) return this.terminal(failureChunk(signal.reason, signal));
-      let step: IteratorResult<StreamChunk>;
-      try {
-        step = await this.iterator!.next();
-      } catch (error) {
-        this.open = false;
-        return this.terminal(failureChunk(error, signal));
-      }
-      if (step.done) {
-        this.open = false;
-        return this.terminal(
-          failureChunk(signal?.aborted ? signal.reason : new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${this.options.provider}" ended its stream without a finish chunk.`), signal),
-        );
-      }
-      const chunk = step.value as StreamChunk | null | undefined;
-      if (typeof chunk !== 'object' || chunk === null || typeof chunk.type !== 'string' || (chunk.type === 'finish' && typeof chunk.finish?.kind !== 'string')) {
-        return this.terminal(failureChunk(new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${this.options.provider}" yielded ${describeValue(chunk)} instead of a stream chunk.`), signal));
-      }
-      if (signal?.aborted && !(chunk.type === 'finish' && chunk.finish?.kind === 'aborted')) return this.terminal(failureChunk(signal.reason, signal));
-      if (chunk.type === 'finish') this.state = 2;
-      return { value: chunk, done: false };
-    } finally {
-      this.pending--;
-    }
-  };
-
-  /** One `return()`. */
-  private readonly closeOp = async (): Promise<IteratorResult<StreamChunk>> => {
-    try {
-      return await this.close();
-    } finally {
-      this.pending--;
-    }
-  };
-
-  /** Hands out the last chunk; the call after it closes. */
-  private terminal(chunk: StreamChunk): IteratorResult<StreamChunk> {
-    this.state = 2;
-    return { value: chunk, done: false };
-  }
-
-  /** Releases the adapter iterator (unless it ended by itself), then leaves the registration; once. */
-  private async close(): Promise<IteratorResult<StreamChunk>> {
-    if (this.state !== 3) {
-      this.state = 3;
-      try {
-        if (this.open) {
-          this.open = false;
-          await closeQuietly(this.iterator);
-        }
-      } finally {
-        // Only now may a swapped-out generation drain: the adapter has released its request.
-        this.leave();
-      }
-    }
-    return { value: undefined, done: true };
-  }
-
-  private leave(): void {
-    const exit = this.exit;
-    this.exit = undefined;
-    exit?.();
-  }
-}
-
-function failureChunk(error: unknown, signal: AbortSignal | undefined): StreamChunk {
-  const failure = failureOf(error, signal);
-  const kind = signal?.aborted || failure.code === 'ABORTED' ? 'aborted' : 'error';
-  const normalized = kind === 'aborted' && failure.code !== 'ABORTED' ? llmFailure('ABORTED', failure.message) : failure;
-  return deepFreeze({ type: 'finish', finish: { kind, failure: normalized } }) as StreamChunk;
-}
-
-async function closeQuietly(iterator: AsyncIterator<StreamChunk> | undefined): Promise<void> {
-  try {
-    await iterator?.return?.();
-  } catch {
-    // the adapter failed while releasing its request; the stream already ended
-  }
-}
-
-function describeValue(value: unknown): string {
-  if (value === null || value === undefined) return String(value);
-  if (typeof value !== 'object') return `a ${typeof value}`;
-  return (value as { type?: unknown }).type === 'finish' ? 'a finish chunk without a finish reason' : 'an object without a string "type"';
 }
 
 function describeConfig(config: LlmCallConfig): string {

@@ -94,6 +94,14 @@ export type ContextForm = 'instructions' | 'catalog' | 'snapshot' | 'notice' | '
 export interface ReplayEnvelope {
   readonly response: unknown;
   readonly blocks?: readonly unknown[];
+  /**
+   * Set by the seam, not the adapter: `digests[i]` fingerprints the text of the i-th block as the
+   * adapter produced it (text and reasoning blocks; `null` for others). The assembler compares it
+   * with the text it assembled after `llm/stream` middleware: a block rewritten since has its
+   * `blocks[i]` entry (and digest) set to `null` — signed or encrypted state never describes
+   * content it was not made for (seed 002 14.2 lock-step). See {@link contentDigest}.
+   */
+  readonly digests?: readonly (string | null)[];
 }
 
 /** Where a message came from, by `kind` (seed 002 14.1); extensible by declaration merging. */
@@ -195,14 +203,36 @@ export type FinishReason = FinishReasonMap[keyof FinishReasonMap];
 // ── Stream chunks ─────────────────────────────────────────────────────────────────────────────
 
 /**
- * The chunks of a model stream, by `type` (seed 002 14.2). The protocol, in order:
- * - per content block: `block-start{index, blockType}`, then its deltas (`text-delta`,
- *   `reasoning-delta`, `tool-call-delta` with a raw JSON fragment), then `block-end{index, block}`
- *   with the complete block; `index` is the block's 0-based position in the message. A stream of
- *   deltas alone (no start/end) is valid too; a delta after its block ended is ignored.
- * - `usage{usage}` anywhere before the finish, any number of times (merged field by field, a later
- *   value wins); counts are disjoint and an unknown count is absent, never 0.
- * - `finish{finish, replayState?}` last: nothing follows it. A missing finish is read as `stop`.
+ * The stream protocol (seed 002 14.2) — what an adapter emits, what `llm/stream` middleware sees and
+ * may rewrite, what the assembler builds a message from and the journal records.
+ *
+ * **A block** is every chunk with the same `index` (a small non-negative integer; blocks are ordered
+ * by it, gaps allowed). Its chunks, in order:
+ * - `block-start{index, blockType, id?, name?}` — optional; names the block's type before content
+ *   comes (a tool call's `id`/`name` may ride on it).
+ * - deltas — `text-delta` (text), `reasoning-delta` (reasoning), `tool-call-delta` (tool-call: raw
+ *   JSON fragments, `id`/`name` usually on the first). **For these three types the deltas are the
+ *   content, and the only content**: the block's `text` (or `arguments`) is exactly the concatenation
+ *   of its deltas. A delta of another type than its block, or after its `block-end`, is ignored.
+ * - `block-end{index, block?}` — optional (a block still open at `finish` is closed there); the
+ *   first one wins, later ones are ignored. For a delta-built block it carries **no content**:
+ *   `block` is omitted, or carries only what deltas cannot say (`refusal` on text, `redacted` on
+ *   reasoning, a tool call's `id`/`name`); its `text` / `arguments` are not read — adapters leave
+ *   them `''`. (One exception, for streams recorded before this rule, e.g. DeepSeek Harness
+ *   journals: a block whose deltas carried no content at all is given whole by its `block-end`.)
+ *   For any other type (`image`, `file`, plugin types) `block` is required and is the block.
+ * - `usage{usage}` — any time, any number; merged field-wise, a later count wins. Counts the
+ *   provider did not report are absent: never invent a 0.
+ * - `finish{finish, replayState?}` — exactly one, **last**: nothing follows it. A successful finish
+ *   may carry the replay envelope, `blocks[i]` belonging to the i-th block in index order.
+ *
+ * Why deltas and not `block-end`: a middleware that rewrites, splits, merges or drops text and
+ * reasoning deltas changes the assembled message, the journal (which records the chunks) and the
+ * next request alike, and cannot be silently undone by a `block-end` repeating the original text.
+ * A rewritten block loses its replay entry (see `ReplayEnvelope.digests`); an untouched one keeps it
+ * byte for byte. Moving, splitting or dropping whole blocks breaks the envelope's alignment and the
+ * envelope is dropped. To rewrite text across delta boundaries use {@link rewriteText}; to check a
+ * middleware against these rules use `checkMiddleware` from `harness-runtime/testing`.
  */
 export interface StreamChunkMap {
   'block-start': { readonly type: 'block-start'; readonly index: number; readonly blockType: string; readonly id?: string; readonly name?: string };
@@ -210,7 +240,8 @@ export interface StreamChunkMap {
   'reasoning-delta': { readonly type: 'reasoning-delta'; readonly index: number; readonly text: string };
   /** `arguments` is a raw JSON fragment; `id` and `name` usually arrive once, on the first delta. */
   'tool-call-delta': { readonly type: 'tool-call-delta'; readonly index: number; readonly id?: string; readonly name?: string; readonly arguments?: string };
-  'block-end': { readonly type: 'block-end'; readonly index: number; readonly block: ContentBlock };
+  /** Closes a block; for text, reasoning and tool-call blocks `block` carries attributes only (see above). */
+  'block-end': { readonly type: 'block-end'; readonly index: number; readonly block?: ContentBlock };
   usage: { readonly type: 'usage'; readonly usage: TokenUsage };
   /** Terminal: nothing follows it. A successful finish may carry the full replay envelope. */
   finish: { readonly type: 'finish'; readonly finish: FinishReason; readonly replayState?: ReplayEnvelope };

@@ -146,7 +146,9 @@ describe('anthropic fixtures (SOURCES.md expected outcomes)', () => {
     const { result, chunks } = await serve('anthropic/tool-use-empty-input.chunks.jsonl');
     expect(textOf(result)).toBe("I'll update the issue list for you.");
     expect(toolCallsOf(result)).toEqual([{ id: 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP', name: 'updateIssueList', arguments: '{}' }]);
-    expect(chunks.find((c) => c.type === 'block-end' && c.index === 1)).toEqual({ type: 'block-end', index: 1, block: { type: 'tool-call', id: 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP', name: 'updateIssueList', arguments: '{}' } });
+    // The deltas are the content (StreamChunkMap): `{}` goes as a delta, block-end carries none.
+    expect(chunks.filter((c) => c.type === 'tool-call-delta' && c.index === 1)).toEqual([{ type: 'tool-call-delta', index: 1, arguments: '{}' }]);
+    expect(chunks.find((c) => c.type === 'block-end' && c.index === 1)).toEqual({ type: 'block-end', index: 1 });
     expect(result.finish).toEqual({ kind: 'tool-calls' });
     expect(result.usage).toEqual(usage(565, 48));
   });

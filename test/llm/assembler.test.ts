@@ -120,7 +120,12 @@ describe('BlockAssembler — envelope alignment under max-tokens truncation', ()
         expect(result.content).toEqual(kept.map(({ block }) => block));
         expect(result.finish).toEqual({ kind: 'max-tokens' });
         expect(result.droppedToolCallCount).toBe(emitted.length - kept.length);
-        expect(result.replayState).toEqual({ response: { kind: 'fake', version: 1, id: 'r' }, blocks: kept.map(({ position }) => ({ entry: position })) });
+        // A reasoning block right before a dropped call loses its entry: it cannot be replayed alone.
+        const orphaned = (k: number) => {
+          const at = emitted.findIndex((e) => e === kept[k]);
+          return kept[k]!.block.type === 'reasoning' && emitted[at + 1]?.block.type === 'tool-call';
+        };
+        expect(result.replayState).toEqual({ response: { kind: 'fake', version: 1, id: 'r' }, blocks: kept.map(({ position }, k) => (orphaned(k) ? null : { entry: position })) });
         expect(result.replayState!.blocks!.length).toBe(result.content.length);
         expect(result.fullReplayState).toBe(envelope);
       }),
@@ -258,14 +263,40 @@ describe('BlockAssembler — closed blocks, unknown blocks, defaults', () => {
     );
   });
 
-  it('the block-end block wins over the deltas it closes (same object, frozen)', () => {
-    const block = { type: 'text' as const, text: 'final' };
+  it('the deltas are the content of text, reasoning and tool-call blocks; block-end adds attributes only', () => {
     const result = assembleChunks([
-      { type: 'text-delta', index: 0, text: 'draft' },
-      { type: 'block-end', index: 0, block },
+      { type: 'text-delta', index: 0, text: 'masked' },
+      { type: 'block-end', index: 0, block: { type: 'text', text: 'the original secret', refusal: true } },
+      { type: 'reasoning-delta', index: 1, text: 'r' },
+      { type: 'block-end', index: 1, block: { type: 'reasoning', text: 'other', redacted: true } },
+      { type: 'tool-call-delta', index: 2, arguments: '{"a":1}' },
+      { type: 'block-end', index: 2, block: { type: 'tool-call', id: 'c1', name: 'f', arguments: '{"a":"secret"}' } },
+      { type: 'text-delta', index: 3, text: 'plain' },
+      { type: 'block-end', index: 3 },
     ]);
+    expect(result.content).toEqual([
+      { type: 'text', text: 'masked', refusal: true },
+      { type: 'reasoning', text: 'r', redacted: true },
+      { type: 'tool-call', id: 'c1', name: 'f', arguments: '{"a":1}' },
+      { type: 'text', text: 'plain' },
+    ]);
+    expect(Object.isFrozen(result.content[0])).toBe(true);
+  });
+
+  it('a block of a type not built from deltas is its block-end block (same object, frozen)', () => {
+    const block = { type: 'image' as const, mediaType: 'image/png', data: 'AA==' };
+    const result = assembleChunks([{ type: 'block-start', index: 0, blockType: 'image' }, { type: 'block-end', index: 0, block }]);
     expect(result.content[0]).toBe(block);
     expect(Object.isFrozen(block)).toBe(true);
+  });
+
+  it('a block-end without a block closes an open block; for a block never opened it is MALFORMED_RESPONSE', () => {
+    const assembler = new BlockAssembler();
+    assembler.push({ type: 'text-delta', index: 0, text: 'a' });
+    assembler.push({ type: 'block-end', index: 0 });
+    assembler.push({ type: 'text-delta', index: 0, text: 'b' });
+    expect(assembler.result().content).toEqual([{ type: 'text', text: 'a' }]);
+    expect(() => new BlockAssembler().push({ type: 'block-end', index: 3 })).toThrow(expect.objectContaining({ code: 'MALFORMED_RESPONSE' }));
   });
 
   it('a delta of another kind than its block is ignored', () => {
