@@ -54,17 +54,16 @@ export function formatCount(value: number): string {
   return value.toLocaleString('en-US');
 }
 
-/** `1,234 in · 56 out · 10 cache read · 12 reasoning` (absent classes are left out; none → `no usage reported`). */
+/**
+ * `1,234 in · 56 out · 10 cache read · 12 reasoning`. A class the provider did not report is left
+ * out, never shown as 0 (an unknown count is absent — DESIGN); none at all → `no usage reported`.
+ */
 export function formatUsage(usage: TokenUsage): string {
   const parts: string[] = [];
   if (usage.inputTokens !== undefined) parts.push(`${formatCount(usage.inputTokens)} in`);
   if (usage.outputTokens !== undefined) parts.push(`${formatCount(usage.outputTokens)} out`);
-  if (usage.cacheReadTokens !== undefined || usage.cacheWriteTokens !== undefined) {
-    parts.push(`${formatCount(usage.cacheReadTokens ?? 0)} cache read`);
-    if (usage.cacheWriteTokens !== undefined) parts.push(`${formatCount(usage.cacheWriteTokens)} cache write`);
-  } else if (parts.length > 0) {
-    parts.push('0 cache');
-  }
+  if (usage.cacheReadTokens !== undefined) parts.push(`${formatCount(usage.cacheReadTokens)} cache read`);
+  if (usage.cacheWriteTokens !== undefined) parts.push(`${formatCount(usage.cacheWriteTokens)} cache write`);
   if (usage.reasoningTokens !== undefined) parts.push(`${formatCount(usage.reasoningTokens)} reasoning`);
   return parts.length ? parts.join(' · ') : 'no usage reported';
 }

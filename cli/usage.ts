@@ -75,7 +75,7 @@ export class UsageTally {
 
   /**
    * Two lines: `tokens  this turn: …` and `        session:   … (N turns)`, each with its cost when
-   * `token-meter` is loaded (`cost n/a` for models without a price).
+   * `token-meter` is loaded (`cost unknown`, with where prices live, for a model without a price).
    */
   footer(harness: Harness, io: Io): string {
     const meter = harness.ctx.tokenMeter;
@@ -90,9 +90,10 @@ export class UsageTally {
         else usd += cost;
       }
       if (unpriced.length === 0) return `${usage} · cost ${formatCost(usd)}`;
-      if (unpriced.length < requests.list.length) return `${usage} · cost ${formatCost(usd)} (${unpriced.length} of ${requests.list.length} requests unpriced)`;
       const last = unpriced.at(-1)!;
-      return `${usage}${io.c.dim(` · cost n/a (no price for ${last.provider}/${last.model})`)}`;
+      const hint = `no price for ${last.provider}/${last.model}; prices live in token-meter's \`prices\` in the config`;
+      if (unpriced.length < requests.list.length) return `${usage} · cost ≥ ${formatCost(usd)} (${unpriced.length} of ${requests.list.length} requests unpriced: ${hint})`;
+      return `${usage}${io.c.dim(` · cost unknown (${hint})`)}`;
     };
     const turns = `${this.turnCount} turn${this.turnCount === 1 ? '' : 's'}`;
     return `tokens  this turn: ${describe(this.turn)}\n        session:   ${describe(this.session)} (${turns})`;

@@ -62,11 +62,13 @@ const MEDIA: ModelInfo['inputModalities'] = ['text', 'image', 'file'];
 
 /**
  * Anthropic's current catalog (context window and max output in tokens). The 5.5 models think
- * adaptively (`output_config.effort`); Haiku 4.5 takes a thinking budget.
+ * adaptively (`output_config.effort`); Haiku 4.5 takes a thinking budget. Sonnet is listed first:
+ * the first model is what a call that names none gets (`harness run -p anthropic`), and the
+ * mid-priced current model is the sensible default, not the most expensive one.
  */
 export const ANTHROPIC_MODELS: readonly AnthropicModel[] = [
-  { id: 'claude-opus-5-5', label: 'Claude Opus 5.5', contextWindow: 1_000_000, maxOutputTokens: 128_000, reasoningEfforts: EFFORTS, inputModalities: MEDIA, thinking: 'adaptive' },
   { id: 'claude-sonnet-5-5', label: 'Claude Sonnet 5.5', contextWindow: 1_000_000, maxOutputTokens: 128_000, reasoningEfforts: EFFORTS, inputModalities: MEDIA, thinking: 'adaptive' },
+  { id: 'claude-opus-5-5', label: 'Claude Opus 5.5', contextWindow: 1_000_000, maxOutputTokens: 128_000, reasoningEfforts: EFFORTS, inputModalities: MEDIA, thinking: 'adaptive' },
   { id: 'claude-haiku-5-5', label: 'Claude Haiku 5.5', contextWindow: 1_000_000, maxOutputTokens: 128_000, reasoningEfforts: EFFORTS, inputModalities: MEDIA, thinking: 'adaptive' },
   { id: 'claude-haiku-4-5', label: 'Claude Haiku 4.5', contextWindow: 200_000, maxOutputTokens: 64_000, reasoningEfforts: EFFORTS, inputModalities: MEDIA, thinking: 'budget' },
 ];

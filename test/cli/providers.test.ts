@@ -48,6 +48,32 @@ describe('real providers from the CLI', { timeout: 120_000 }, () => {
     expect(cassette.code).toBe(0);
   });
 
+  it('-p anthropic without a model takes the mid-priced current model (Sonnet), priced in the footer', async () => {
+    server.enqueue('anthropic/thinking-signature-delta-then-text.sse');
+    const before = server.requests.length;
+    const result = await harness(['run', 'Hello', '-p', 'anthropic', '--approve', 'deny-all'], {
+      home: home.dir,
+      env: { ANTHROPIC_API_KEY: 'sk-ant-test-fixture', ANTHROPIC_BASE_URL: server.anthropicBaseURL },
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(server.requests.slice(before)).toHaveLength(1);
+    expect(server.requests.at(-1)!.body).toMatchObject({ model: 'claude-sonnet-5-5' });
+    expect(result.stdout).toMatch(/^tokens {2}this turn: .* · cost \$\d/m);
+  });
+
+  it('an unpriced model: the cost is unknown, with where prices live', async () => {
+    const dir = join(home.dir, 'unpriced');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
+    const plugin = (name: string) => JSON.stringify(join(projectRoot, 'plugins', name, 'index.ts'));
+    writeFileSync(join(dir, 'harness.config.ts'), `export default { plugins: [{ module: ${plugin('llm-scripted')} }, { module: ${plugin('token-meter')}, config: { prices: {} } }] };\n`);
+    const result = await harness(['run', 'Hello', '--config', join(dir, 'harness.config.ts'), '--cwd', dir], { home: home.dir });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^tokens {2}this turn: [\d,]+ in · [\d,]+ out · [\d,]+ reasoning · cost unknown \(no price for scripted\/scripted-default; prices live in token-meter's `prices` in the config\)$/m);
+    expect(result.stdout).not.toContain('$');
+  });
+
   it('a missing key is one error line naming OPENAI_API_KEY, exit code 1, and no request is sent', async () => {
     const before = server.requests.length;
     const result = await harness(['run', 'Hello', '--provider', 'openai', '--model', 'gpt-4o'], { home: home.dir, env: { OPENAI_BASE_URL: server.openaiBaseURL } });
