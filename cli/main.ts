@@ -109,7 +109,11 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     .option('--json', 'raw events, one JSON object per line (with --at: the state as JSON)')
     .option('--at <seq>', 'the state at this seq: header, messages, usage', positiveInt)
     .option('--verify', 'integrity check; exits 1 on any damage')
-    .option('--cassette', 're-run the session offline through llm-replay and report any divergence (exit 1)')
+    .option('--cassette', 're-run the session offline with the config\'s plugins and the model replaced by the recording; report any divergence (exit 1)')
+    .option('--run-tools <dir>', 'with --cassette: re-execute the tool calls in a scratch copy of <dir> (default: serve the recorded results)')
+    .option('--inject <fault>', 'with --cassette: fail a recorded call, e.g. 2:disconnect@3, 1:status=429,retry-after=1, 3:stall (repeatable)', (value: string, list: string[] = []) => [...list, value])
+    .option('--update', 'with --cassette: write a divergent re-run as a new journal (a fork of the recording) and print its id')
+    .addOption(new Option('-a, --approve <policy>', 'with --cassette: the approval policy (default: the approvals plugin\'s)').choices(POLICIES))
     .option('--salvage', 'skip corrupt lines instead of failing (transcript and --json)')
     .action(async (session: string, options) => {
       const { replayCommand } = await import('./commands/replay.ts');

@@ -1,65 +1,70 @@
 /**
- * Cookbook: a journal as a test cassette (plugins/llm-replay).
- * Run: npx tsx cookbook/cassette.ts
+ * Cookbook: a journal as a regression test of your plugins (a cassette).
+ * Run: npx tsx cookbook/cassette.ts — the test file a plugin author writes is cookbook/cassette.test.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { createHarness, type AgentSession, type Harness } from '../runtime/index.ts';
+import { createHarness, definePlugin, HarnessError, z, type HarnessConfig } from '../runtime/index.ts';
+import { expectCassette } from '../testing/index.ts';
 
 const baseDir = fileURLToPath(new URL('.', import.meta.url));
-const workspace = fileURLToPath(new URL('demo-workspace', import.meta.url));
-const tools = { module: '../plugins/tools-workspace/index.ts' };
+export const workspace = fileURLToPath(new URL('demo-workspace', import.meta.url));
 
-/** The assistant messages' content of a session, from its journal's fold. */
-const contents = (session: AgentSession) => session.state.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
+/** The plugin under test: an `llm/stream` middleware that appends house rules to the system prompt. */
+export const houseRules = definePlugin({
+  name: 'house-rules',
+  config: z.strictObject({ rules: z.array(z.string()).min(1) }),
+  setup(ctx, config) {
+    ctx.on('llm/stream', (options, next) => next({ ...options, system: `${options.system ?? ''}\n\nHouse rules: ${config.rules.join(' ')}`.trim() }));
+  },
+});
+
+/** The stack: the scripted model (in practice a real provider, recorded once), the workspace tools, the plugin. */
+export function stack(rules: string[]): HarnessConfig {
+  return {
+    defaults: { provider: 'scripted', model: 'scripted-default', system: 'You are a careful coding agent.' },
+    plugins: [
+      { module: '../plugins/llm-scripted/index.ts', config: { paceMs: 0 } },
+      { module: '../plugins/tools-workspace/index.ts' },
+      { module: '../plugins/llm-retry/index.ts' },
+      { plugin: houseRules, config: { rules } },
+    ],
+  };
+}
+
+/** Records one session with `config` and returns its journal path (a cassette to keep next to your tests). */
+export async function record(config: HarnessConfig, dataDir: string): Promise<string> {
+  const harness = await createHarness({ config, baseDir, dataDir });
+  try {
+    const session = await harness.createSession({ cwd: workspace });
+    await session.runToEnd('What is in this workspace?', { approve: () => 'allow' });
+    await session.close();
+    return session.path;
+  } finally {
+    await harness.dispose();
+  }
+}
 
 export async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), 'harness-cookbook-'));
-  let recorder: Harness | undefined;
-  let player: Harness | undefined;
   try {
-    // Record once (here with the scripted model; in practice a real provider, recorded one time).
-    recorder = await createHarness({ config: { plugins: [{ module: '../plugins/llm-scripted/index.ts' }, tools] }, baseDir, dataDir });
-    const recording = await recorder.createSession({ cwd: workspace });
-    await recording.runToEnd('What is in this workspace?', { approve: () => 'allow' });
-    const recorded = contents(recording);
-    await recorder.dispose();
-
-    // Play it back: llm-replay serves each recorded call's chunks on the route `replay` (an alias, so
-    // the provider is not compared; model, tool names and message count are). No key, no network.
-    player = await createHarness({
-      config: {
-        defaults: { provider: 'replay', model: 'scripted-default' },
-        plugins: [{ module: '../plugins/llm-replay/index.ts', config: { journal: recording.path, provider: 'replay' } }, tools],
-      },
-      baseDir,
-      dataDir,
-    });
-    // Notices from the replay route (recorded replay state it does not read, mismatches) come as diagnostics.
-    const diagnostics: string[] = [];
-    player.ctx.on('kernel/diagnostic', (d) => void diagnostics.push(d.code));
-    const replay = await player.createSession({ cwd: workspace });
-    const end = await replay.runToEnd('What is in this workspace?', { approve: () => 'allow' });
-    const cassette = player.ctx.cassette!;
-    cassette.assertConsumed(); // throws CASSETTE_UNCONSUMED if a recorded call was never asked for
-
-    // A request that differs from the recording fails loudly: a different model.
-    const stray = await player.createSession({ cwd: workspace });
-    cassette.reset();
-    const strayEnd = await stray.runToEnd('What is in this workspace?', { approve: () => 'allow', provider: 'replay', model: 'another-model' });
-    return {
-      calls: cassette.calls.length,
-      turnEnd: end.data.reason,
-      sameMessages: isDeepStrictEqual(contents(replay), recorded),
-      diagnostics: [...new Set(diagnostics)],
-      mismatch: { reason: strayEnd.data.reason, code: strayEnd.data.failure?.code, firstLine: strayEnd.data.failure?.message.split('\n')[0] },
-    };
+    const cassette = await record(stack(['Answer in English.']), dataDir);
+    // The same stack: every request the model would see is the recorded one.
+    const same = await expectCassette(cassette, { config: stack(['Answer in English.']), baseDir });
+    // A change to the plugin: the re-run says where the model would see a difference.
+    let diverged: string | undefined;
+    try {
+      await expectCassette(cassette, { config: stack(['Answer in English.', 'Never run commands.']), baseDir });
+    } catch (error) {
+      if (!(HarnessError.is(error) && error.code === 'CASSETTE_DIVERGED')) throw error;
+      diverged = (error.failure.divergences as string[])[0];
+    }
+    // A dropped connection on the second call: llm-retry retries it, and the run still matches.
+    const injected = await expectCassette(cassette, { config: stack(['Answer in English.']), baseDir, inject: ['2:disconnect@1'] });
+    return { calls: same.calls, toolResults: same.toolResults, diverged, faults: injected.faults.map((f) => f.fault) };
   } finally {
-    await recorder?.dispose();
-    await player?.dispose();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

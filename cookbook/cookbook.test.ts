@@ -109,12 +109,13 @@ describe('cookbook examples', { timeout: 120_000 }, () => {
     expect(result.headerReasons).toEqual(['initial', 'resume']);
   });
 
-  it('cassette: a recorded journal replays offline through llm-replay; a differing request fails loudly', async () => {
+  it('cassette: a recorded session re-runs through the plugins with the model replaced; a plugin change is named by path', async () => {
     const { main } = await import('./cassette.ts');
     const result = await main();
-    expect(result).toMatchObject({ calls: 3, turnEnd: 'completed', sameMessages: true });
-    expect(result.mismatch).toMatchObject({ reason: 'error', code: 'CASSETTE_MISMATCH' });
-    expect(result.mismatch.firstLine).toContain('request 1 differs from recorded call 1');
+    expect(result.calls).toMatchObject({ recorded: 3, served: 3, compared: 3, diverged: 0 });
+    expect(result.toolResults).toMatchObject({ served: 2, rerun: 0 });
+    expect(result.diverged).toMatch(/^call 1 \(turn 1 step 1\): system: ".*Answer in English\." ≠ ".*Answer in English\. Never run commands\."$/);
+    expect(result.faults).toEqual(['disconnect after chunk 1']);
   });
 
   it('import-dsh: a DeepSeek Harness session becomes a journal of ours', async () => {

@@ -170,6 +170,7 @@ export {
   requestHash,
   firstDifference,
   showValue,
+  showDifference,
   ABSENT,
   SnapshotReader,
   type CanonicalRequest,

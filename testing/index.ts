@@ -34,3 +34,4 @@ export {
   type WrapMode,
 } from './fixture-server.ts';
 export type { JsonScript, ScriptContext, ScriptFunction, ScriptReply, ScriptToolCall } from '../plugins/llm-scripted/index.ts';
+export { expectCassette, type CassetteReport, type RunCassetteOptions, type Fault } from './cassette.ts';

@@ -27,6 +27,11 @@ export interface ReplayOptions {
   readonly verify?: boolean;
   readonly cassette?: boolean;
   readonly salvage?: boolean;
+  /** With --cassette (cassette.ts). */
+  readonly runTools?: string;
+  readonly inject?: readonly string[];
+  readonly update?: boolean;
+  readonly approve?: string;
 }
 
 /**
@@ -37,7 +42,12 @@ export interface ReplayOptions {
 function checkFlags(options: ReplayOptions): void {
   const set = (name: keyof ReplayOptions) => options[name] !== undefined && options[name] !== false;
   const flag = (name: keyof ReplayOptions) => (name === 'at' ? '--at' : `--${name}`);
-  const allowed: Record<string, readonly (keyof ReplayOptions)[]> = { verify: [], cassette: [], at: ['json'] };
+  const allowed: Record<string, readonly (keyof ReplayOptions)[]> = { verify: [], cassette: ['runTools', 'inject', 'update', 'approve'], at: ['json'] };
+  const cassetteOnly = (['runTools', 'inject', 'update', 'approve'] as const).filter((name) => set(name) && !(name === 'inject' && options.inject?.length === 0));
+  if (cassetteOnly.length > 0 && !set('cassette')) {
+    const names = { runTools: '--run-tools', inject: '--inject', update: '--update', approve: '--approve' } as const;
+    throw new HarnessError('INVALID_ARGUMENTS', `${cassetteOnly.map((name) => names[name]).join(', ')} only go${cassetteOnly.length === 1 ? 'es' : ''} with --cassette (an offline re-run); add --cassette.`);
+  }
   for (const mode of ['verify', 'cassette', 'at'] as const) {
     if (!set(mode)) continue;
     const others = (['json', 'at', 'verify', 'cassette', 'salvage'] as const).filter((name) => name !== mode && set(name) && !allowed[mode]!.includes(name));
@@ -52,7 +62,7 @@ export async function replayCommand(session: string, options: ReplayOptions, glo
   checkFlags(options);
   if (options.cassette) {
     const { cassetteCommand } = await import('./cassette.ts');
-    return cassetteCommand(session, globals, io);
+    return cassetteCommand(session, { ...(options.runTools !== undefined ? { runTools: options.runTools } : {}), ...(options.inject ? { inject: options.inject } : {}), ...(options.update ? { update: true } : {}), ...(options.approve !== undefined ? { approve: options.approve } : {}) }, globals, io);
   }
   // The config's plugins are loaded so that their event types are known to the reader.
   const harness = await openHarnessForReading(globals, io);

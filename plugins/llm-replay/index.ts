@@ -27,8 +27,13 @@
  * reported on `kernel/diagnostic` and the call is served anyway. The cassette is provided as the
  * `cassette` service (`ctx.cassette`).
  */
+import { matchesRecorded } from './match.ts';
 import {
+  canonicalRequest,
   definePlugin,
+  firstDifference,
+  requestHash,
+  showDifference,
   HarnessError,
   importDshSession,
   LlmAdapter,
@@ -61,20 +66,9 @@ export interface CassetteOptions {
   readonly onMismatch?: (diff: string) => void;
 }
 
-const PLACEHOLDER = /\{\{[^{}]*\}\}/;
-
-/** True when `actual` matches `recorded`, where each `{{…}}` in `recorded` matches anything. */
-export function matchesRecorded(recorded: unknown, actual: unknown): boolean {
-  if (typeof recorded === 'string' && PLACEHOLDER.test(recorded)) {
-    if (typeof actual !== 'string') return /^\{\{[^{}]*\}\}$/.test(recorded);
-    const pattern = recorded
-      .split(/(\{\{[^{}]*\}\})/)
-      .map((part) => (PLACEHOLDER.test(part) ? '[\\s\\S]*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-      .join('');
-    return new RegExp(`^${pattern}$`).test(actual);
-  }
-  return recorded === actual;
-}
+export { matchesRecorded } from './match.ts';
+export { runCassette, formatCassetteReport, type RunCassetteOptions, type CassetteReport } from './rerun.ts';
+export { parseFault, describeFault, type Fault } from './faults.ts';
 
 function describeCall(call: RecordedCall): string {
   const ends = call.finish === undefined ? 'cut (no finish)' : `finish ${call.finish.kind}`;
@@ -87,6 +81,10 @@ export class Cassette {
   /** Every mismatch seen, as the diff text of its error. */
   readonly mismatches: string[] = [];
   private readonly used: boolean[];
+  /** Unused call indices per (turn, step), in order: a request at a known position is O(1). */
+  private readonly byStep = new Map<string, number[]>();
+  /** Every call before it is used (the next call in recording order). */
+  private cursor = 0;
   private readonly strict: boolean;
   private readonly aliases: Set<string>;
   private readonly onMismatch: ((diff: string) => void) | undefined;
@@ -95,6 +93,7 @@ export class Cassette {
   constructor(events: Iterable<AnySessionEvent>, options: CassetteOptions = {}) {
     this.calls = recordedCalls(events);
     this.used = this.calls.map(() => false);
+    this.index();
     this.strict = options.strict !== false;
     this.aliases = new Set(options.aliasProviders ?? []);
     this.onMismatch = options.onMismatch;
@@ -133,6 +132,29 @@ export class Cassette {
     this.used.fill(false);
     this.mismatches.length = 0;
     this.requests = 0;
+    this.index();
+  }
+
+  private index(): void {
+    this.byStep.clear();
+    this.cursor = 0;
+    for (const call of this.calls) {
+      const key = `${call.turn}:${call.step}`;
+      const list = this.byStep.get(key);
+      if (list === undefined) this.byStep.set(key, [call.index]);
+      else list.push(call.index);
+    }
+  }
+
+  /** The next unused call at (turn, step), or in recording order; -1 when none is left. */
+  private nextIndex(position: { turn: number; step: number } | undefined): number {
+    if (position === undefined) {
+      while (this.cursor < this.calls.length && this.used[this.cursor]) this.cursor++;
+      return this.cursor < this.calls.length ? this.cursor : -1;
+    }
+    const list = this.byStep.get(`${position.turn}:${position.step}`);
+    while (list !== undefined && list.length > 0 && this.used[list[0]!]) list.shift();
+    return list?.[0] ?? -1;
   }
 
   /**
@@ -142,12 +164,7 @@ export class Cassette {
    */
   take(options: GenerateOptions, position?: { turn: number; step: number }): RecordedCall {
     const request = ++this.requests;
-    let index = -1;
-    if (position !== undefined) {
-      index = this.calls.findIndex((call, i) => !this.used[i] && call.turn === position.turn && call.step === position.step);
-    } else {
-      index = this.used.indexOf(false);
-    }
+    const index = this.nextIndex(position);
     if (index === -1) {
       const where = position ? ` at turn ${position.turn}, step ${position.step}` : '';
       const diff = `request ${request} (${options.provider}/${options.model}, ${options.messages.length} messages): the recording has no unused model call${where} (${this.calls.length} recorded, ${this.unconsumed().length} unused).`;
@@ -186,6 +203,16 @@ export class Cassette {
   }
 
   private compare(call: RecordedCall, options: GenerateOptions): string[] {
+    // A journal with request snapshots: the whole model-visible request (on an alias route, without
+    // the provider and the replay state the seam drops for a route of another provider).
+    if (call.request?.ok) {
+      const alias = this.aliases.has(options.provider);
+      if (!alias && requestHash(options) === call.request.hash) return [];
+      const recorded = alias ? withoutRoute(call.request.request) : call.request.request;
+      const actual = alias ? withoutRoute(canonicalRequest(options)) : canonicalRequest(options);
+      const found = firstDifference(recorded, actual, matchesRecorded);
+      return found === undefined ? [] : [`${found.path || '(request)'}: ${showDifference(found)}`];
+    }
     const out: string[] = [];
     const header = call.header;
     const config = header?.config;
@@ -210,6 +237,12 @@ export class Cassette {
     if (options.messages.length !== call.messageCount) out.push(`messages: recorded ${call.messageCount}, requested ${options.messages.length}`);
     return out;
   }
+}
+
+/** A canonical request without what an alias route changes: the provider and messages' replay state. */
+function withoutRoute(request: ReturnType<typeof canonicalRequest>): unknown {
+  const { provider: _provider, ...config } = request.config;
+  return { ...request, config, messages: request.messages.map((message) => ({ role: message.role, content: message.content })) };
 }
 
 /** A cassette over events (e.g. `importDshSession(file).events` or a journal's events). */

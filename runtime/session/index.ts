@@ -31,6 +31,7 @@ export {
   requestHash,
   firstDifference,
   showValue,
+  showDifference,
   ABSENT,
   RequestRecorder,
   SnapshotReader,

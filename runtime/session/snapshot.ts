@@ -235,6 +235,14 @@ export function firstDifference(recorded: unknown, actual: unknown, matches: (re
   if (bothArrays) {
     const a = recorded as unknown[];
     const b = actual as unknown[];
+    // Lists of named things (tools): a removed, added or reordered one is named, not its neighbour's fields.
+    if (a.length > 0 && b.length > 0 && a.every(isNamed) && b.every(isNamed)) {
+      for (let i = 0; i < Math.min(a.length, b.length); i++) {
+        const ra = (a[i] as { name: string }).name;
+        const rb = (b[i] as { name: string }).name;
+        if (!matches(ra, rb)) return { path: `${path}[${i}].name`, recorded: ra, actual: rb };
+      }
+    }
     for (let i = 0; i < Math.min(a.length, b.length); i++) {
       const found = firstDifference(a[i], b[i], matches, `${path}[${i}]`);
       if (found !== undefined) return found;
@@ -262,13 +270,35 @@ export function firstDifference(recorded: unknown, actual: unknown, matches: (re
 /** Marks a value that is not there (a missing key or array item) in a {@link Difference}. */
 export const ABSENT: unique symbol = Symbol('absent');
 
+function isNamed(value: unknown): boolean {
+  return isPlainObject(value) && typeof value.name === 'string';
+}
+
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** One side of a difference for a message: JSON, cut to `max` characters. */
-export function showValue(value: unknown, max = 120): string {
+/** One side of a difference for a message: JSON, cut to `max` characters (from `from` on, after a `…`). */
+export function showValue(value: unknown, max = 120, from = 0): string {
   if (value === ABSENT) return '(absent)';
-  const text = value === undefined ? 'undefined' : JSON.stringify(value);
+  let text = value === undefined ? 'undefined' : JSON.stringify(value);
+  if (from > 0) text = `…${text.slice(from)}`;
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/**
+ * `<recorded> ≠ <actual>` for a difference; two long strings are shown from a little before their
+ * first differing character.
+ */
+export function showDifference(difference: Difference, max = 120): string {
+  const { recorded, actual } = difference;
+  let from = 0;
+  if (typeof recorded === 'string' && typeof actual === 'string') {
+    const a = JSON.stringify(recorded);
+    const b = JSON.stringify(actual);
+    let common = 0;
+    while (common < a.length && common < b.length && a[common] === b[common]) common++;
+    if (common > 40 && (a.length > max || b.length > max)) from = common - 30;
+  }
+  return `${showValue(recorded, max, from)} ≠ ${showValue(actual, max, from)}`;
 }

@@ -1,8 +1,9 @@
 /**
  * `replay --cassette` on ordinary sessions finds them the same: a session that compacted (the
- * recorded compactions are put back where they happened), and a session that was SIGKILLed and then
- * resumed (its turn was closed `interrupted` by the journal's repair; the re-run stops where the
- * recording was cut). Ctrl-C at the approval prompt is covered in approval-prompt.test.ts.
+ * config's compaction plugin compacts again at the same points, its summaries served from the
+ * recording), and a session that was SIGKILLed and then resumed (its turn was closed `interrupted`
+ * by the journal's repair; the re-run stops where the recording was cut). Ctrl-C at the approval
+ * prompt is covered in approval-prompt.test.ts; the cassette's semantics in test/cassette/.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -40,7 +41,8 @@ describe('replay --cassette on ordinary sessions', { timeout: 180_000 }, () => {
     expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['completed', 'completed', 'completed']);
     const cassette = await harness(['replay', path, '--cassette', '--config', config], { home });
     expect(cassette.stdout).toContain('✓ turn 3 completed');
-    expect(cassette.stdout).toMatch(/^same every model call was requested as recorded and consumed; 9 assistant messages, 6 tool results and 3 turn ends equal the recording$/m);
+    expect(cassette.stdout).toContain('calls: 9 recorded, 9 served, 9 compared on the whole request, 0 diverged, 0 injected, 2/2 compaction summaries; tool results: 6 served, 0 re-run (6 recorded)');
+    expect(cassette.stdout).toMatch(/^same every request, reply, tool result, approval and turn end matches the recording$/m);
     expect(cassette.code).toBe(0);
   });
 
@@ -78,7 +80,7 @@ describe('replay --cassette on ordinary sessions', { timeout: 180_000 }, () => {
       expect(resumed.stderr).toContain('synthetic event(s) closed an interrupted turn');
       const turnEnds = readEvents(path).filter((e) => e.type === 'turn/end').map((e) => e.data.reason);
       expect(turnEnds).toEqual(['interrupted', 'completed']);
-      return harness(['replay', path, '--cassette', '--config', config], { home });
+      return harness(['replay', path, '--cassette', '--config', config, '--approve', 'allow-all'], { home });
     };
     const [duringTool, midReply] = await Promise.all([
       variant('long-command', (o) => o.includes('→ exec_command')),
@@ -87,7 +89,7 @@ describe('replay --cassette on ordinary sessions', { timeout: 180_000 }, () => {
     for (const cassette of [duringTool, midReply]) {
       expect(cassette.stdout).toContain('✓ turn 1 aborted (recorded: interrupted — stopped where the recording was cut)');
       expect(cassette.stdout).toContain('✓ turn 2 completed');
-      expect(cassette.stdout).toMatch(/^same every model call was requested as recorded and consumed/m);
+      expect(cassette.stdout).toMatch(/^same every request, reply, tool result, approval and turn end matches the recording$/m);
       expect(cassette.code).toBe(0);
     }
   });
