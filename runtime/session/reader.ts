@@ -21,6 +21,7 @@ import type { AnySessionEvent, SessionHeader } from './events.ts';
 import { Folder, initialState } from './fold.ts';
 import { lineBatches, readFirstLine, scanLines, type RawLine } from './lines.ts';
 import { resolveSessionPath } from './paths.ts';
+import { shapeProblem } from './shape.ts';
 import type { SessionState } from './types.ts';
 
 /** The journal format version this build reads and writes. */
@@ -201,6 +202,12 @@ export async function scanJournal(path: string, options: ScanOptions = {}): Prom
         pendingBad = undefined;
         return;
       }
+      // A complete line of the wrong shape is never a torn write either.
+      const shape = shapeProblem(parsed.type, parsed.data);
+      if (shape !== undefined) {
+        corrupt({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: shape });
+        return;
+      }
       try {
         options.onEvent?.(parsed, line);
         if (fold) folder!.apply(parsed);
@@ -329,6 +336,11 @@ export async function* readJournal(path: string, options: ReadJournalOptions = {
           corrupt({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: `seq ${parsed.seq} where ${lastSeq + 1} was expected` });
           continue;
         }
+        const shape = shapeProblem(parsed.type, parsed.data);
+        if (shape !== undefined) {
+          corrupt({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: shape });
+          continue;
+        }
         lastSeq = parsed.seq;
         events.push(deepFreeze(parsed));
       }
@@ -362,7 +374,7 @@ export function assertForkComplete(path: string, header: SessionHeader, lastSeq:
 function corruptError(path: string, bad: SkippedLine): HarnessError {
   return new HarnessError(
     'JOURNAL_CORRUPT',
-    `${path}:${bad.lineNumber}: corrupt journal line (${bad.reason}). Lines after it exist, so this is not a torn tail. The file was left as it is; read it with { salvage: true } to skip the line.`,
+    `${path}:${bad.lineNumber}: corrupt journal line (${bad.reason}).${bad.reason.startsWith('"data"') ? ' A complete line of the wrong shape' : ' Lines after it exist, so this'} is not a torn tail. The file was left as it is; read it with { salvage: true } to skip the line.`,
     { details: { path, line: bad.lineNumber, reason: bad.reason } },
   );
 }
