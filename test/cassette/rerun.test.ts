@@ -141,6 +141,13 @@ describe('cassette re-run with the product config', { timeout: 60_000 }, () => {
     expectSame(await runCassette(report.fork!.path, { config: changed, baseDir: root, approve: 'allow-all' }));
   });
 
+  it('--run-tools re-executes the tool calls in a scratch copy of the workspace (the workspace untouched)', async () => {
+    const report = await rerun(product, { approve: 'allow-all', runTools: demo });
+    expectSame(report);
+    expect(report.toolResults).toEqual({ recorded: 2, served: 0, rerun: 2 });
+    expect(report.notes).toContainEqual(`tools re-run in a scratch copy of ${demo}`);
+  });
+
   it('two re-runs write journals equal up to their header (deterministic ids and clock)', async () => {
     const a = await rerun(product, { approve: 'allow-all', dataDir: join(dir, 'a') });
     const b = await rerun(product, { approve: 'allow-all', dataDir: join(dir, 'b') });
