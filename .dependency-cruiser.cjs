@@ -37,14 +37,14 @@ module.exports = {
     {
       name: 'plugin-stays-in-its-folder',
       severity: 'error',
-      comment: 'A plugin is its own package folder: besides the public entry it imports its own files and npm packages, never the CLI, the suite, another plugin\'s files or the cookbook.',
+      comment: "A plugin is its own package folder: besides the public entry it imports its own files and npm packages, never the CLI, the suite, another plugin's files or the cookbook.",
       from: { path: '^plugins/([^/]+)/', pathNot: '\\.test\\.ts$' },
       to: { path: '^(cli|test|testing|bench|cookbook)/|^plugins/', pathNot: '^plugins/$1/' },
     },
     {
       name: 'plugin-test-uses-testing',
       severity: 'error',
-      comment: 'A plugin\'s own tests use what a plugin author has: the public entry, testing/, the plugin\'s folder (not the suite\'s helpers in test/).',
+      comment: "A plugin's own tests use what a plugin author has: the public entry, testing/, the plugin's folder (not the suite's helpers in test/).",
       from: { path: '^plugins/([^/]+)/.*\\.test\\.ts$' },
       to: { path: '^(cli|test|bench|cookbook)/|^plugins/', pathNot: '^plugins/$1/' },
     },

@@ -10,31 +10,31 @@
  */
 
 // ── Plugins and hooks (DESIGN "The kernel") ──────────────────────────────────────────────────
-export {
-  type WaterfallHook,
-  type EmitHook,
-  type SinkHook,
-  type HookMode,
-  type Diagnostic,
-  type HookMap,
-  type HookName,
-  type WaterfallName,
-  type EmitName,
-  type SinkName,
-  type PayloadOf,
-  type ResultOf,
-  type EventOf,
-  type Next,
-  type WaterfallListener,
-  type EventListener,
-  type ListenerOf,
-  type ListenOptions,
-  type Disposer,
+export type {
+  WaterfallHook,
+  EmitHook,
+  SinkHook,
+  HookMode,
+  Diagnostic,
+  HookMap,
+  HookName,
+  WaterfallName,
+  EmitName,
+  SinkName,
+  PayloadOf,
+  ResultOf,
+  EventOf,
+  Next,
+  WaterfallListener,
+  EventListener,
+  ListenerOf,
+  ListenOptions,
+  Disposer,
 } from './kernel/bus.ts';
-export { type PluginContext, type HarnessServices } from './kernel/context.ts';
+export type { PluginContext, HarnessServices } from './kernel/context.ts';
 export { definePlugin, type PluginDefinition, type PluginSpec, type PluginInfo, type PluginReloadedEvent, type PluginReloadFailedEvent } from './kernel/plugin.ts';
 export { zodSchema, type SchemaAdapter, type JsonSchema } from './kernel/schema.ts';
-export { type DeepReadonly } from './kernel/freeze.ts';
+export type { DeepReadonly } from './kernel/freeze.ts';
 export { z } from 'zod';
 
 // ── Errors (seed 003 "错误与观察") ──────────────────────────────────────────────────────────────
@@ -92,8 +92,8 @@ export { BlockAssembler, assembleChunks, type AssembledMessage } from './llm/ass
 export { rewriteText, type TextRewrite } from './llm/rewrite-text.ts';
 export { contentDigest } from './llm/digest.ts';
 export { LlmAdapter, type AdapterDefaults, type ReplayDegradeReport } from './llm/adapter.ts';
-export { type AdapterRegistrationHandle, type RouteInfo, type AdaptersUpdatedEvent } from './llm/registry.ts';
-export { type LlmContext, type PreparedCall, type PrepareOptions, type ModelStandIn } from './llm/service.ts';
+export type { AdapterRegistrationHandle, RouteInfo, AdaptersUpdatedEvent } from './llm/registry.ts';
+export type { LlmContext, PreparedCall, PrepareOptions, ModelStandIn } from './llm/service.ts';
 export { OBSERVE_REQUEST } from './llm/types.ts';
 export { resolveRetryPolicy, isRetryableCode, DEFAULT_RETRY_POLICY, type RetryPolicyConfig, type ResolvedRetryPolicy } from './llm/call-config.ts';
 
@@ -140,7 +140,7 @@ export type {
   ApproveFn,
   RunOptions,
 } from './agent/hooks.ts';
-export { type AgentSession, type RunInput, type TurnResult } from './agent/session.ts';
+export type { AgentSession, RunInput, TurnResult } from './agent/session.ts';
 
 // ── Embedding: config, the harness, sessions ─────────────────────────────────────────────────
 export { defineConfig, createHarness, type HarnessConfig, type Harness, type HarnessPaths, type SessionOptions, type CreateHarnessOptions } from './harness.ts';

@@ -186,14 +186,50 @@ const PLANTS: { rule: string; file: string; content: string; expect: RegExp }[] 
   },
   { rule: 'no-cycles', file: 'runtime/kernel/planted-cycle-a.ts', content: "import { b } from './planted-cycle-b.ts';\nexport const a = (): number => b() + 1;\n", expect: /planted-cycle-a\.ts/ },
   { rule: 'runtime-imports-only-runtime', file: 'runtime/planted-cli.ts', content: "export { main } from '../cli/main.ts';\n", expect: /runtime\/planted-cli\.ts → cli\/main\.ts/ },
-  { rule: 'plugin-imports-public-entry', file: 'plugins/llm-retry/planted-internal.ts', content: "export { HookBus } from '../../runtime/internal.ts';\n", expect: /plugins\/llm-retry\/planted-internal\.ts → runtime\/internal\.ts/ },
-  { rule: 'plugin-stays-in-its-folder', file: 'plugins/llm-retry/planted-neighbour.ts', content: "export { default } from '../approvals/index.ts';\n", expect: /planted-neighbour\.ts → plugins\/approvals\/index\.ts/ },
+  {
+    rule: 'plugin-imports-public-entry',
+    file: 'plugins/llm-retry/planted-internal.ts',
+    content: "export { HookBus } from '../../runtime/internal.ts';\n",
+    expect: /plugins\/llm-retry\/planted-internal\.ts → runtime\/internal\.ts/,
+  },
+  {
+    rule: 'plugin-stays-in-its-folder',
+    file: 'plugins/llm-retry/planted-neighbour.ts',
+    content: "export { default } from '../approvals/index.ts';\n",
+    expect: /planted-neighbour\.ts → plugins\/approvals\/index\.ts/,
+  },
   { rule: 'plugin-test-uses-testing', file: 'plugins/llm-retry/planted.test.ts', content: "export { main } from '../../cli/main.ts';\n", expect: /planted\.test\.ts → cli\/main\.ts/ },
-  { rule: 'testing-uses-public-entry', file: 'testing/planted-internal.ts', content: "export { HookBus } from '../runtime/internal.ts';\n", expect: /testing\/planted-internal\.ts → runtime\/internal\.ts/ },
-  { rule: 'testing-uses-public-entry', file: 'stack/planted-internal.ts', content: "export { PluginHost } from '../runtime/internal.ts';\n", expect: /stack\/planted-internal\.ts → runtime\/internal\.ts/ },
-  { rule: 'cookbook-uses-public-entry', file: 'cookbook/planted-internal.ts', content: "export { HookBus } from '../runtime/internal.ts';\n", expect: /cookbook\/planted-internal\.ts → runtime\/internal\.ts/ },
-  { rule: 'runtime-no-path-strings', file: 'runtime/planted-path.ts', content: "import { join } from 'node:path';\nexport const load = (root: string): Promise<unknown> => import(join(root, 'plugins', 'llm-scripted', 'index.ts'));\nexport const cli = (): Promise<unknown> => import(`../cli/${'main'}.ts`);\n", expect: /runtime\/planted-path\.ts:\d+: the string "plugins"/ },
-  { rule: 'plugin-no-runtime-path-strings', file: 'plugins/llm-retry/planted-dynamic.ts', content: "export const internals = (): Promise<unknown> => import(new URL('../../runtime/internal.ts', import.meta.url).href);\n", expect: /planted-dynamic\.ts:\d+: the string "\.\.\/\.\.\/runtime\/internal\.ts"/ },
+  {
+    rule: 'testing-uses-public-entry',
+    file: 'testing/planted-internal.ts',
+    content: "export { HookBus } from '../runtime/internal.ts';\n",
+    expect: /testing\/planted-internal\.ts → runtime\/internal\.ts/,
+  },
+  {
+    rule: 'testing-uses-public-entry',
+    file: 'stack/planted-internal.ts',
+    content: "export { PluginHost } from '../runtime/internal.ts';\n",
+    expect: /stack\/planted-internal\.ts → runtime\/internal\.ts/,
+  },
+  {
+    rule: 'cookbook-uses-public-entry',
+    file: 'cookbook/planted-internal.ts',
+    content: "export { HookBus } from '../runtime/internal.ts';\n",
+    expect: /cookbook\/planted-internal\.ts → runtime\/internal\.ts/,
+  },
+  {
+    rule: 'runtime-no-path-strings',
+    file: 'runtime/planted-path.ts',
+    content:
+      "import { join } from 'node:path';\nexport const load = (root: string): Promise<unknown> => import(join(root, 'plugins', 'llm-scripted', 'index.ts'));\nexport const cli = (): Promise<unknown> => import(`../cli/main.ts`);\n",
+    expect: /runtime\/planted-path\.ts:\d+: the string "plugins"/,
+  },
+  {
+    rule: 'plugin-no-runtime-path-strings',
+    file: 'plugins/llm-retry/planted-dynamic.ts',
+    content: "export const internals = (): Promise<unknown> => import(new URL('../../runtime/internal.ts', import.meta.url).href);\n",
+    expect: /planted-dynamic\.ts:\d+: the string "\.\.\/\.\.\/runtime\/internal\.ts"/,
+  },
   { rule: 'public-names-documented', file: 'runtime/planted-undocumented.ts', content: 'export const plantedUndocumented = 1;\n', expect: /plantedUndocumented/ },
 ];
 
@@ -222,7 +258,9 @@ export function selfCheck(root: string): { ok: boolean; lines: string[] } {
       const found = violations.filter((violation) => violation.rule === plant.rule);
       const hit = found.some((violation) => plant.expect.test(violation.message));
       if (!hit) ok = false;
-      lines.push(`${hit ? 'ok  ' : 'MISS'} ${plant.rule}: ${hit ? 'fails on the planted violation' : `did not report ${plant.file} (reported: ${found.map((v) => v.message).join('; ') || 'nothing'})`}`);
+      lines.push(
+        `${hit ? 'ok  ' : 'MISS'} ${plant.rule}: ${hit ? 'fails on the planted violation' : `did not report ${plant.file} (reported: ${found.map((v) => v.message).join('; ') || 'nothing'})`}`,
+      );
     }
     return { ok, lines };
   } finally {
