@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHarness, type Harness } from '../../runtime/index.ts';
+import { createHarness, type Harness, type HarnessConfig } from '../../runtime/index.ts';
 import { plugin, tempDir } from '../agent/support.ts';
 
 const demo = join(import.meta.dirname, '../../cookbook/demo-workspace');
@@ -14,8 +14,8 @@ afterEach(async () => {
   for (const h of harnesses.splice(0)) await h.dispose();
 });
 
-async function make(config: Parameters<typeof createHarness>[0]['config'], dataDir: string): Promise<Harness> {
-  const h = await createHarness({ config: config!, dataDir });
+async function make(config: HarnessConfig, dataDir: string): Promise<Harness> {
+  const h = await createHarness({ config, dataDir });
   h.kernel.bus.add('kernel/diagnostic', () => undefined);
   harnesses.push(h);
   return h;
