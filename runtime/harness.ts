@@ -47,6 +47,11 @@ export interface HarnessConfig {
   };
   /** A retry-policy layer over each provider's own. */
   readonly retry?: RetryPolicyConfig;
+  /**
+   * Steps per turn before the turn ends `MAX_STEPS_EXCEEDED` (an integer; default 100). 0 or less
+   * means no limit (as peers do). A session's own `maxSteps` wins.
+   */
+  readonly maxSteps?: number;
   /** Plugins, loaded in order. Module paths resolve from the config file's folder. */
   readonly plugins: readonly PluginSpec[];
 }
@@ -88,7 +93,7 @@ export interface Harness {
 export interface SessionOptions {
   /** The workspace (default: the journal's `cwd`, else the process's). */
   readonly cwd?: string;
-  /** Steps per turn (default 100). */
+  /** Steps per turn (an integer; default: the config's, else 100); 0 or less means no limit. */
   readonly maxSteps?: number;
   /** Mints the ids of the messages the loop makes (default `crypto.randomUUID`). */
   readonly newId?: () => string;
@@ -140,7 +145,7 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
       defaults,
       cwd,
       ...(config.retry ? { retryPolicy: config.retry } : {}),
-      ...(options.maxSteps ? { maxSteps: options.maxSteps } : {}),
+      ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : config.maxSteps !== undefined ? { maxSteps: config.maxSteps } : {}),
       ...(options.newId ? { newId: options.newId } : {}),
       onClose: () => sessions.delete(session),
     });
@@ -223,6 +228,12 @@ async function importConfigModule(absolute: string): Promise<{ default?: unknown
   }
 }
 
+/**
+ * `maxSteps`: an integer; a positive one is the limit of steps per turn, 0 or a negative one means
+ * no limit (the rule of `resolveMaxSteps`).
+ */
+const maxStepsSchema = z.number().int('maxSteps must be an integer (0 or less: no limit)');
+
 const configSchema = z.strictObject({
   dataDir: z.string().min(1).optional(),
   defaults: z
@@ -238,6 +249,7 @@ const configSchema = z.strictObject({
       jitterRatio: z.number().min(0).max(1).optional(),
     })
     .optional(),
+  maxSteps: maxStepsSchema.optional(),
   plugins: z.array(
     z
       .strictObject({ module: z.string().min(1).optional(), plugin: z.custom<PluginSpec['plugin']>((value) => isPluginDefinition(value), 'expected a plugin made with definePlugin').optional(), config: z.unknown().optional() })

@@ -34,7 +34,10 @@ export interface AgentSessionOptions {
   readonly defaults: { readonly provider: string; readonly model: string; readonly reasoningEffort?: string; readonly system?: string };
   readonly cwd: string;
   readonly retryPolicy?: RetryPolicyConfig;
-  /** Steps per turn before the turn ends with `MAX_STEPS_EXCEEDED`. Default 100. */
+  /**
+   * Steps per turn before the turn ends with `MAX_STEPS_EXCEEDED`. Default 100; 0 or less (or
+   * `Infinity`) means no limit. See {@link resolveMaxSteps}.
+   */
   readonly maxSteps?: number;
   /** Called once the session is closed. */
   readonly onClose?: () => void;
@@ -133,13 +136,23 @@ export class AgentSession {
     const channel = new EventChannel<AnySessionEvent>();
     this.channel = channel;
     const controller = new AbortController();
-    const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
+    // The caller's signal aborts this turn's controller through a listener removed when the turn
+    // ends — not `AbortSignal.any`, whose dependent signal stays registered with a long-lived
+    // parent signal (one per turn, never released while the parent lives).
+    const parent = options.signal;
+    const forward = (): void => controller.abort(parent!.reason);
+    if (parent !== undefined) {
+      if (parent.aborted) controller.abort(parent.reason);
+      else parent.addEventListener('abort', forward, { once: true });
+    }
+    const signal = controller.signal;
     const done = this.runTurn(input, { ...options, signal })
       .then(
         () => channel.close(),
         (error) => channel.fail(error),
       )
       .finally(() => {
+        parent?.removeEventListener('abort', forward);
         this.running = false;
         this.channel = null;
       });
@@ -235,7 +248,7 @@ export class AgentSession {
   }
 
   private async runSteps(turn: number, options: RunOptions & { signal: AbortSignal }): Promise<StepEnd> {
-    const maxSteps = this.options.maxSteps ?? 100;
+    const maxSteps = resolveMaxSteps(this.options.maxSteps);
     for (let step = 1; step <= maxSteps; step++) {
       if (options.signal.aborted) return { reason: 'aborted', failure: failureOf(options.signal.reason, options.signal) };
       await this.append('step/start', { turn, step });
@@ -524,3 +537,18 @@ function internalFailure(error: unknown): LlmFailure {
 }
 
 export const newSessionId = (): string => randomUUID();
+
+/** The default limit of steps per turn. */
+export const DEFAULT_MAX_STEPS = 100;
+
+/**
+ * The steps-per-turn rule: undefined → {@link DEFAULT_MAX_STEPS}; a positive number → that limit;
+ * 0, a negative number (or `Infinity`) → no limit.
+ * @throws HarnessError `INVALID_ARGUMENTS` for a non-integer (NaN, 2.5).
+ */
+export function resolveMaxSteps(value: number | undefined): number {
+  if (value === undefined) return DEFAULT_MAX_STEPS;
+  if (value === Infinity || (Number.isInteger(value) && value <= 0)) return Infinity;
+  if (!Number.isInteger(value)) throw new HarnessError('INVALID_ARGUMENTS', `maxSteps must be an integer (0 or less: no limit); got ${String(value)}.`, { details: { maxSteps: value } });
+  return value;
+}
