@@ -63,6 +63,9 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
         '  HARNESS_HOME       the data directory when neither --data-dir nor the config\'s dataDir is given',
         '  OPENAI_API_KEY, DEEPSEEK_API_KEY, ANTHROPIC_API_KEY   keys of the real providers',
         '  OPENAI_BASE_URL, DEEPSEEK_BASE_URL, ANTHROPIC_BASE_URL  other endpoints for them',
+        '  OPENAI_COMPATIBLE_BASE_URL  a Chat Completions server for -p openai-compatible (vLLM, llama.cpp, Ollama…;',
+        '                     default http://127.0.0.1:11434/v1); OPENAI_COMPATIBLE_API_KEY only if it wants one,',
+        '                     OPENAI_COMPATIBLE_MODEL the model when -m is not given',
         '  NO_COLOR           no colours',
         '',
         'Exit codes: 0 done · 1 error · 2 usage (a bad command line) · 130 interrupted (Ctrl-C) ·',
@@ -77,7 +80,7 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
   /** Options of run, chat and dev; `picker`: `-r` with no id opens the session picker (not for run, whose next argument is the prompt). */
   const turnOptions = (command: Command, { picker }: { picker: boolean }): Command =>
     command
-      .option('-p, --provider <id>', 'provider to use (scripted, openai, deepseek, anthropic, …)')
+      .option('-p, --provider <id>', 'provider to use (scripted, openai, deepseek, anthropic, openai-compatible, …)')
       .option('-m, --model <id>', 'model id (default: the config\'s, or the provider\'s first listed model)')
       .addOption(new Option('-a, --approve <policy>', 'approval policy for tool calls (default: the approvals plugin\'s, read-only); asking policies prompt y/n in a terminal').choices(POLICIES))
       .option('--cwd <dir>', 'workspace the tools work in; must exist (default: the current directory, or the resumed session\'s)')

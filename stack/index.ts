@@ -37,7 +37,10 @@ type OpenAIRoute = NonNullable<ConfigOf<typeof import('../plugins/llm-openai/ind
 export interface StackOptions {
   /** `llm-scripted`: the offline demo model (provider `scripted`, model `scripted-default`). */
   readonly scripted?: Override<typeof import('../plugins/llm-scripted/index.ts')> | false;
-  /** `llm-openai`: providers `openai` and `deepseek` (keys from OPENAI_API_KEY / DEEPSEEK_API_KEY, read per call). */
+  /**
+   * `llm-openai`: providers `openai` and `deepseek` (keys from OPENAI_API_KEY / DEEPSEEK_API_KEY, read
+   * per call) and `openai-compatible` (a Chat Completions server at OPENAI_COMPATIBLE_BASE_URL, no key needed).
+   */
   readonly openai?: Override<typeof import('../plugins/llm-openai/index.ts')> | false;
   /** `llm-anthropic`: provider `anthropic` (key from ANTHROPIC_API_KEY). */
   readonly anthropic?: Override<typeof import('../plugins/llm-anthropic/index.ts')> | false;
@@ -101,6 +104,25 @@ const baseURL = (variable: string): { baseURL?: string } => {
   return value ? { baseURL: value } : {};
 };
 
+/**
+ * `openai-compatible`: any server that speaks OpenAI's Chat Completions API (vLLM, llama.cpp,
+ * Ollama, LM Studio, a gateway). `OPENAI_COMPATIBLE_BASE_URL` is its `/v1` URL (default Ollama's,
+ * http://127.0.0.1:11434/v1); `OPENAI_COMPATIBLE_API_KEY` is sent only when set (a local server
+ * needs none); any model id is taken, and `OPENAI_COMPATIBLE_MODEL` names the one used when a call
+ * names none.
+ */
+function openaiCompatibleRoute(): Record<string, unknown> {
+  const model = process.env.OPENAI_COMPATIBLE_MODEL;
+  return {
+    api: 'chat',
+    label: 'OpenAI-compatible server',
+    baseURL: process.env.OPENAI_COMPATIBLE_BASE_URL || 'http://127.0.0.1:11434/v1',
+    apiKeyEnv: process.env.OPENAI_COMPATIBLE_API_KEY ? 'OPENAI_COMPATIBLE_API_KEY' : false,
+    allowUnknownModels: true,
+    ...(model ? { models: [{ id: model }] } : {}),
+  };
+}
+
 /** The absolute path of a shipped plugin's module (`.ts` in a source checkout, `.js` when built). */
 export function pluginModule(name: string): string {
   const extension = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
@@ -116,7 +138,7 @@ type Entry = readonly [option: keyof Omit<StackOptions, 'providers'>, plugin: st
 export function defaultPlugins(options: StackOptions = {}): PluginSpec[] {
   const entries: Entry[] = [
     ['scripted', 'llm-scripted', { paceMs: 12 }],
-    ['openai', 'llm-openai', { providers: { openai: { ...baseURL('OPENAI_BASE_URL') }, deepseek: { ...baseURL('DEEPSEEK_BASE_URL') }, ...options.providers } }, 'providers'],
+    ['openai', 'llm-openai', { providers: { openai: { ...baseURL('OPENAI_BASE_URL') }, deepseek: { ...baseURL('DEEPSEEK_BASE_URL') }, 'openai-compatible': openaiCompatibleRoute(), ...options.providers } }, 'providers'],
     ['anthropic', 'llm-anthropic', { providers: { anthropic: { ...baseURL('ANTHROPIC_BASE_URL') } } }, 'providers'],
     ['retry', 'llm-retry', { maxRetries: 3 }],
     ['tokenMeter', 'token-meter', { prices: PRICES }, 'prices'],

@@ -23,7 +23,7 @@ import { onStop, type StopRequest } from '../lifecycle.ts';
 import { LiveRenderer, TranscriptPrinter } from '../render.ts';
 import { checkWorkspace, errorLocation, makeApprover, openHarness, resolveCall, selfWithGlobals, sessionArgument, sessionHints, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
 import { UsageTally } from '../usage.ts';
-import { journalToResume, resumeSession } from './run.ts';
+import { failureHint, journalToResume, resumeSession } from './run.ts';
 
 const HELP = [
   'Type a prompt and press Enter.',
@@ -224,7 +224,11 @@ class Repl {
       }
       renderer.finish();
       const end = renderer.lastTurnEnd?.data;
-      if (end?.reason === 'error') this.io.out.write(`${c.red(`error ${printable(end.failure?.code ?? 'UNKNOWN')}:`)} ${printable(end.failure?.message ?? 'the turn failed')}\n`);
+      if (end?.reason === 'error') {
+        this.io.out.write(`${c.red(`error ${printable(end.failure?.code ?? 'UNKNOWN')}:`)} ${printable(end.failure?.message ?? 'the turn failed')}\n`);
+        const hint = failureHint(end.failure);
+        if (hint) this.io.out.write(`${c.dim(`hint: ${hint}`)}\n`);
+      }
       else if (end?.reason === 'aborted') this.io.out.write(c.yellow(this.stopRequest ? `cancelled — the turn was aborted (${this.stopRequest.label})\n` : 'cancelled — the turn was aborted; the session goes on\n'));
       else if (end?.reason === 'max-tokens') this.io.out.write(c.yellow('the reply hit the output limit (max-tokens)\n'));
       if (this.tally && end) this.io.out.write(`${c.dim(this.tally.footer(this.harness, this.io))}\n\n`);

@@ -46,6 +46,18 @@ export async function runCommand(promptArgument: string, options: RunOptions, gl
   }
 }
 
+/**
+ * The CLI's hint for a failed turn, when it knows a better way: a 404 from the Responses API (the
+ * built-in `openai` route, or any `/responses` URL) means the server speaks only Chat Completions.
+ */
+export function failureHint(failure: { readonly code: string; readonly message: string; readonly [key: string]: unknown } | undefined): string | undefined {
+  if (failure === undefined || failure.status !== 404) return undefined;
+  if (failure.provider === 'openai' || /\/responses\b/.test(failure.message)) {
+    return 'this server has no Responses API (/responses answered 404). An OpenAI-compatible server speaks Chat Completions: use --provider openai-compatible with OPENAI_COMPATIBLE_BASE_URL=<its /v1 URL>, or a provider of the config with api: \'chat\'.';
+  }
+  return undefined;
+}
+
 /** The prompt of `harness run -`: stdin to its end, without the trailing newline(s). */
 async function readPrompt(io: Io): Promise<string> {
   if (process.stdin.isTTY) io.err.write(io.c.dim('reading the prompt from stdin; end it with Ctrl-D\n'));
@@ -174,7 +186,11 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
     const reason = end?.data.reason ?? 'error';
     const failure = end?.data.failure;
     const quiet = reason === 'error' && renderer.messageCount === 0;
-    if (reason === 'error') io.err.write(`${io.c.red(`error ${printable(failure?.code ?? 'UNKNOWN')}:`)} ${printable(failure?.message ?? 'the turn failed')}\n`);
+    if (reason === 'error') {
+      io.err.write(`${io.c.red(`error ${printable(failure?.code ?? 'UNKNOWN')}:`)} ${printable(failure?.message ?? 'the turn failed')}\n`);
+      const hint = failureHint(failure);
+      if (hint) io.err.write(`${io.c.dim(`hint: ${hint}`)}\n`);
+    }
     else if (reason === 'aborted' && stop?.cause !== 'EPIPE') io.err.write(io.c.yellow(`cancelled: the turn was aborted${stop ? ` (${stop.label})` : ''}\n`));
     else if (reason === 'max-tokens') io.err.write(io.c.yellow('note: the reply hit the model\'s output limit (max-tokens); resume to continue\n'));
     if (json) {

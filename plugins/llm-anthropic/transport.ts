@@ -75,7 +75,7 @@ function mapApiError(error: InstanceType<typeof Anthropic.APIError>, provider: s
 /** The SDK client of a route (its own retries off: llm-retry is the one retry layer). */
 export function createAnthropicClient(route: AnthropicRoute, apiKey: string): Anthropic {
   // The key is masked wherever it could be echoed (a provider's error text, a log line).
-  secrets().add(apiKey, route.apiKeyEnv ?? `${route.provider} API key`);
+  if (apiKey !== '') secrets().add(apiKey, route.apiKeyEnv || `${route.provider} API key`); // '' : a keyless server
   // The SDK's own log lines (an unparseable stream frame, say) go out escaped and masked, not raw.
   return new Anthropic({ apiKey, baseURL: route.baseURL, maxRetries: 0, logger: sdkLogger(`[anthropic sdk]`), ...(route.headers ? { defaultHeaders: route.headers } : {}) });
 }

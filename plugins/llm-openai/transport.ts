@@ -78,9 +78,13 @@ export function classifyProviderError(input: { status?: number; providerCode?: s
 /** The SDK client of a route (its own retries off: llm-retry is the one retry layer). */
 export function createOpenAIClient(route: OpenAIRoute, apiKey: string): OpenAI {
   // The key is masked wherever it could be echoed (a provider's error text, a log line).
-  secrets().add(apiKey, route.apiKeyEnv ?? `${route.provider} API key`);
+  if (apiKey !== '') secrets().add(apiKey, route.apiKeyEnv || `${route.provider} API key`); // '' : a keyless server
   // The SDK's own log lines (an unparseable stream frame, say) go out escaped and masked, not raw.
-  return new OpenAI({ apiKey, baseURL: route.baseURL, maxRetries: 0, logger: sdkLogger(`[openai sdk]`), ...(route.headers ? { defaultHeaders: route.headers } : {}) });
+  // A keyless server (apiKeyEnv: false): the SDK insists on a key, so it gets a placeholder and the
+  // Authorization header is explicitly left out.
+  const keyless = apiKey === '';
+  const defaultHeaders = keyless ? { ...route.headers, Authorization: null } : route.headers;
+  return new OpenAI({ apiKey: keyless ? 'keyless' : apiKey, baseURL: route.baseURL, maxRetries: 0, logger: sdkLogger(`[openai sdk]`), ...(defaultHeaders ? { defaultHeaders } : {}) });
 }
 
 /** Drives one OpenAI SDK stream through a parser (see the kit's `StreamPump`). */

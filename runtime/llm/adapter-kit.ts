@@ -215,8 +215,8 @@ function causeMessage(error: unknown): string {
 export interface KeyedRoute {
   /** The provider id (the route). */
   readonly provider: string;
-  /** The environment variable holding the API key. */
-  readonly apiKeyEnv: string;
+  /** The environment variable holding the API key; false for a keyless server (the client gets an empty key). */
+  readonly apiKeyEnv: string | false;
 }
 
 /**
@@ -231,16 +231,16 @@ export class ClientCache<Route extends KeyedRoute, Client> {
 
   /** @throws LlmError `AUTH` naming the variable when the route's API key variable is unset or empty. */
   get(route: Route): Client {
-    const key = process.env[route.apiKeyEnv];
-    if (key === undefined || key.trim() === '') {
+    const key = route.apiKeyEnv === false ? '' : process.env[route.apiKeyEnv];
+    if (route.apiKeyEnv !== false && (key === undefined || key.trim() === '')) {
       throw new LlmError('AUTH', `No API key for provider "${route.provider}": set the environment variable ${route.apiKeyEnv}.`, {
         details: { provider: route.provider, apiKeyEnv: route.apiKeyEnv },
       });
     }
     const cached = this.clients.get(route.provider);
     if (cached !== undefined && cached.key === key) return cached.client;
-    const client = this.create(route, key);
-    this.clients.set(route.provider, { key, client });
+    const client = this.create(route, key!);
+    this.clients.set(route.provider, { key: key!, client });
     return client;
   }
 }

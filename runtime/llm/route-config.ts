@@ -70,7 +70,8 @@ export function routeFields<Model extends z.ZodType>(options: RouteFieldsOptions
   return {
     label: z.string().optional(),
     baseURL: z.url({ message: `baseURL must be an absolute URL, e.g. ${options.baseURLExample}` }).optional(),
-    apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, `apiKeyEnv must be an environment variable name, e.g. ${options.apiKeyEnvExample}`).optional(),
+    // false: a keyless server (a local one): no key is read or sent.
+    apiKeyEnv: z.union([z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, `apiKeyEnv must be an environment variable name, e.g. ${options.apiKeyEnvExample}, or false for a server that takes no key`), z.literal(false)]).optional(),
     idleTimeoutMs: z.number().int().positive().optional(),
     headers: httpHeadersSchema.optional(),
     allowUnknownModels: z.boolean().optional(),
@@ -104,7 +105,7 @@ export function checkCatalog(ctx: z.RefinementCtx, path: readonly (string | numb
 export interface RouteFieldsConfig {
   readonly label?: string;
   readonly baseURL?: string;
-  readonly apiKeyEnv?: string;
+  readonly apiKeyEnv?: string | false;
   readonly idleTimeoutMs?: number;
   readonly headers?: Readonly<Record<string, string>>;
   readonly allowUnknownModels?: boolean;
@@ -117,7 +118,8 @@ export interface ResolvedRouteFields<Model extends ModelInfo> {
   readonly provider: string;
   readonly label: string;
   readonly baseURL: string;
-  readonly apiKeyEnv: string;
+  /** The variable holding the key; false for a keyless server. */
+  readonly apiKeyEnv: string | false;
   /** ms */
   readonly idleTimeoutMs: number;
   readonly headers?: Readonly<Record<string, string>>;

@@ -74,6 +74,33 @@ describe('real providers from the CLI', { timeout: 120_000 }, () => {
     expect(result.stdout).not.toContain('$');
   });
 
+  it('an OpenAI-compatible server at OPENAI_COMPATIBLE_BASE_URL: --provider openai-compatible speaks Chat Completions, with no key', async () => {
+    server.enqueue('openai-chat/text-with-include-usage.sse');
+    const before = server.requests.length;
+    const result = await harness(['run', 'Hello', '--provider', 'openai-compatible', '--model', 'local-model', '--approve', 'deny-all'], {
+      home: home.dir,
+      env: { OPENAI_COMPATIBLE_BASE_URL: server.openaiBaseURL },
+    });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const [request] = server.requests.slice(before);
+    expect(request).toMatchObject({ method: 'POST', path: '/v1/chat/completions', body: { model: 'local-model', stream: true } });
+    expect(request!.headers.authorization ?? '').not.toMatch(/Bearer \S/); // no key was sent
+    const events = readEvents(journalOf(result.stdout));
+    expect(events.find((e) => e.type === 'turn/end')!.data.reason).toBe('completed');
+    expect(events.find((e) => e.type === 'assistant/message')!.data.message.source).toMatchObject({ provider: 'openai-compatible', model: 'local-model' });
+  });
+
+  it('a 404 on /responses hints at the Chat Completions provider', async () => {
+    server.enqueue({ status: 404, json: { error: { message: 'no route /v1/responses', type: 'invalid_request_error' } } });
+    const result = await harness(['run', 'Hello', '--provider', 'openai', '--model', 'gpt-4o', '--approve', 'deny-all'], {
+      home: home.dir,
+      env: { OPENAI_API_KEY: 'sk-test-fixture', OPENAI_BASE_URL: server.openaiBaseURL },
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^hint: this server has no Responses API/m);
+  });
+
   it('a missing key is one error line naming OPENAI_API_KEY, exit code 1, and no request is sent', async () => {
     const before = server.requests.length;
     const result = await harness(['run', 'Hello', '--provider', 'openai', '--model', 'gpt-4o'], { home: home.dir, env: { OPENAI_BASE_URL: server.openaiBaseURL } });

@@ -29,7 +29,7 @@ describe('defaultPlugins', () => {
     expect(names(plugins)).not.toContain('compaction');
     const config = (name: string) => plugins.find((p) => p.module!.includes(`/${name}/`))!.config as Record<string, any>;
     expect(config('approvals')).toEqual({ default: 'allow-all' });
-    expect(Object.keys(config('llm-openai').providers)).toEqual(['openai', 'deepseek', 'ollama']);
+    expect(Object.keys(config('llm-openai').providers)).toEqual(['openai', 'deepseek', 'openai-compatible', 'ollama']);
     expect(Object.keys(config('token-meter').prices)).toEqual(['openai', 'deepseek', 'anthropic', 'scripted', 'ollama']);
     expect(config('llm-scripted')).toEqual({ paceMs: 12 });
   });
