@@ -17,7 +17,9 @@ import { LlmService } from './llm/service.ts';
 import type { RetryPolicyConfig } from './llm/call-config.ts';
 import { ToolRegistry } from './agent/tools.ts';
 import { AgentSession } from './agent/session.ts';
-import { createJournal, openJournal } from './session/journal.ts';
+import { FileJournalStore } from './session/file-store.ts';
+import { createJournal, openJournal } from './session/open.ts';
+import { openRegisteredStore, type JournalStore } from './session/store.ts';
 import type { RepairReport } from './session/types.ts';
 
 /** Where things are, for plugins that read files named in the config. */
@@ -38,6 +40,12 @@ declare module './kernel/context.ts' {
 export interface HarnessConfig {
   /** Where journals live (`<dataDir>/sessions/`). Default: `$HARNESS_HOME`, else `~/.harness`. */
   readonly dataDir?: string;
+  /**
+   * The journal store: `'file'` (default: the JSONL files of `dataDir`) or a URL whose scheme a
+   * loaded plugin registered (`postgres://user@host:5432/db` with the journal-postgres plugin).
+   * `createHarness({ store })` (the CLI's `--store`) overrides it.
+   */
+  readonly store?: string;
   /** The call config new sessions start with. */
   readonly defaults?: {
     readonly provider: string;
@@ -73,6 +81,8 @@ export interface Harness {
   /** Absolute path of the config file, when one was loaded. */
   readonly configPath?: string;
   readonly dataDir: string;
+  /** The journal store sessions are created in and opened from (DESIGN "Stores"). */
+  readonly store: JournalStore;
   /**
    * Starts a new session (a new journal in `<dataDir>/sessions/`).
    * @throws HarnessError `WORKSPACE_NOT_FOUND` (cwd is not a directory), `JOURNAL_EXISTS` (an id already used), `INVALID_SESSION_ID`.
@@ -111,6 +121,11 @@ export interface CreateHarnessOptions {
   baseDir?: string;
   /** Overrides the config's data directory. */
   dataDir?: string;
+  /**
+   * Overrides the config's store: `'file'`, a URL of a registered scheme, or a store object (the
+   * caller keeps owning it: `dispose` does not close it).
+   */
+  store?: string | JournalStore;
 }
 
 /**
@@ -152,7 +167,13 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
     sessions.add(session);
     return session;
   };
+  let store: JournalStore | undefined;
+  let ownsStore = false;
   const harness: Harness = {
+    get store(): JournalStore {
+      if (store === undefined) throw new HarnessError('STORE_UNAVAILABLE', 'The harness has no journal store yet (it is opened after the plugins load) or any more (it was disposed).');
+      return store;
+    },
     kernel,
     host,
     llm,
@@ -163,12 +184,12 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
     dataDir,
     async createSession(options = {}) {
       const cwd = requireWorkspace(resolve(options.cwd ?? process.cwd()));
-      const journal = await createJournal({ dataDir, cwd, bus: kernel.bus, ...(options.id ? { id: options.id } : {}), ...(options.now ? { now: options.now } : {}), ...(options.parent ? { parent: options.parent } : {}) });
+      const journal = await createJournal({ store: harness.store, cwd, bus: kernel.bus, ...(options.id ? { id: options.id } : {}), ...(options.now ? { now: options.now } : {}), ...(options.parent ? { parent: options.parent } : {}) });
       return makeSession(journal, cwd, options);
     },
     async openSession(idOrPath, options = {}) {
       const cwd = options.cwd === undefined ? undefined : requireWorkspace(resolve(options.cwd));
-      const { journal, repairs } = await openJournal(idOrPath, { dataDir, bus: kernel.bus, ...(options.now ? { now: options.now } : {}) });
+      const { journal, repairs } = await openJournal(idOrPath, { store: harness.store, bus: kernel.bus, ...(options.now ? { now: options.now } : {}) });
       let workspace: string;
       try {
         workspace = cwd ?? requireWorkspace(resolve(journal.header.cwd ?? process.cwd()));
@@ -180,12 +201,24 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
     },
     async dispose() {
       for (const session of [...sessions]) await session.close();
+      if (ownsStore && store !== undefined) {
+        const closing = store;
+        await closing.close().catch((error) => kernel.bus.report({ level: 'warning', code: 'STORE_CLOSE_FAILED', source: 'harness', message: `Closing the journal store ${closing.location} failed: ${error instanceof Error ? error.message : String(error)}`, error }));
+      }
+      store = undefined;
       await host.dispose();
       await rootFiber.dispose();
     },
   };
   try {
     for (const spec of config.plugins) await host.load(spec);
+    // After the plugins: a store plugin registers its URL scheme in its setup.
+    const spec = options.store ?? config.store;
+    if (typeof spec === 'object') store = spec;
+    else {
+      store = spec === undefined || spec === 'file' ? new FileJournalStore({ dataDir }) : await openRegisteredStore(spec, { dataDir });
+      ownsStore = true;
+    }
   } catch (error) {
     await harness.dispose();
     throw error;
@@ -236,6 +269,7 @@ const maxStepsSchema = z.number().int('maxSteps must be an integer (0 or less: n
 
 const configSchema = z.strictObject({
   dataDir: z.string().min(1).optional(),
+  store: z.string().min(1).optional(),
   defaults: z
     .strictObject({ provider: z.string().min(1), model: z.string().min(1), reasoningEffort: z.string().min(1).optional(), system: z.string().optional() })
     .optional(),
@@ -272,7 +306,7 @@ function validateConfig(config: HarnessConfig, path: string | undefined): void {
     return { code: 'INVALID_CONFIG', message, path: at };
   });
   const lines = issues.map((issue) => `  - ${issue.path.length ? issue.path.join('.') : '(config)'}: ${issue.message}`);
-  throw new HarnessError('INVALID_CONFIG', `${where} is not a valid harness config:\n${lines.join('\n')}\nA config is defineConfig({ dataDir?, defaults?: { provider, model, reasoningEffort?, system? }, retry?, plugins: [{ module, config? }] }).`, { issues });
+  throw new HarnessError('INVALID_CONFIG', `${where} is not a valid harness config:\n${lines.join('\n')}\nA config is defineConfig({ dataDir?, store?, defaults?: { provider, model, reasoningEffort?, system? }, retry?, plugins: [{ module, config? }] }).`, { issues });
 }
 
 /** @throws HarnessError `WORKSPACE_NOT_FOUND` unless `path` is an existing directory. */

@@ -161,7 +161,27 @@ export type { SessionState, PendingToolCall, SessionJournal, AppendOptions, Repa
 export { registerEventType, type EventReducer, type EventTypeOptions, type Surface } from './session/registry.ts';
 export { foldEvents, stateAt } from './session/fold.ts';
 export { readJournal, readJournalHeader, openSession, type ReadJournalOptions, type OpenedSession, type OpenSessionOptions, type SkippedLine } from './session/reader.ts';
-export { forkSession, listSessions, recordedCalls, type ForkOptions, type SessionSummary, type RecordedCall } from './session/replay.ts';
+export { forkSession, listSessions, recordedCalls, type ForkOptions, type RecordedCall } from './session/replay.ts';
+export type { SessionSummary } from './session/summary.ts';
+
+// ── Journal stores (DESIGN "Stores"): the seam a store plugin implements, the file store, moving sessions ──
+export {
+  registerJournalStore,
+  redactStoreUrl,
+  storeScheme,
+  type JournalStore,
+  type JournalLease,
+  type JournalLine,
+  type JournalPrefix,
+  type JournalStoreFactory,
+  type ReadRange,
+  type TailOptions,
+} from './session/store.ts';
+export { FileJournalStore, type FileJournalStoreOptions } from './session/file-store.ts';
+export { Summarizer, sortSummaries, RECORD_ENVELOPE } from './session/summary.ts';
+export { storeSource, type LineSource } from './session/reader.ts';
+export { exportSession, importJournal, type ImportJournalOptions } from './session/transfer.ts';
+
 export {
   canonicalRequest,
   canonicalMessage,

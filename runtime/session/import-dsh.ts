@@ -38,7 +38,9 @@ import { BlockAssembler } from '../llm/assembler.ts';
 import type { FinishReason, Message, StreamChunk } from '../llm/types.ts';
 import type { AnySessionEvent, SessionHeader, TurnEndReason } from './events.ts';
 import { Folder, initialState } from './fold.ts';
-import { createJournal, type FileJournal, type JournalIoOptions } from './journal.ts';
+import type { JournalIoOptions, StoreJournal } from './writer.ts';
+import { createJournal } from './open.ts';
+import type { JournalStore } from './store.ts';
 import { lineBatches } from './lines.ts';
 import { isSessionId } from './paths.ts';
 
@@ -359,6 +361,8 @@ function normalizeFinish(reason: any): FinishReason {
 /** Options of `writeImportedSession`. */
 export interface WriteImportedOptions extends JournalIoOptions {
   readonly dataDir?: string;
+  /** The store to write to (default: the file store of `dataDir`). */
+  readonly store?: JournalStore;
   /** Our session id (default: theirs when it is a valid file name, else a random UUID). */
   readonly id?: string;
 }
@@ -377,7 +381,7 @@ export async function writeImportedSession(path: string, options: WriteImportedO
     createdAtMs: header.createdAtMs,
     ...(header.cwd !== undefined ? { cwd: header.cwd } : {}),
     importedFrom: header.importedFrom!,
-  })) as FileJournal;
+  })) as StoreJournal;
   try {
     for (const event of imported.events) {
       const appended = journal.appendRecord(event);

@@ -20,9 +20,26 @@ export {
   type OpenSessionOptions,
   type SkippedLine,
 } from './reader.ts';
-export { createJournal, openJournal, serializeEvent, type CreateJournalOptions, type OpenJournalOptions, type OpenedJournal, type JournalIoOptions } from './journal.ts';
+export { serializeEvent, StoreJournal, type JournalIoOptions } from './journal.ts';
+export { createJournal, openJournal, type CreateJournalOptions, type OpenJournalOptions, type OpenedJournal, type StoreOptions } from './open.ts';
+export {
+  registerJournalStore,
+  redactStoreUrl,
+  storeScheme,
+  type JournalStore,
+  type JournalLease,
+  type JournalLine,
+  type JournalPrefix,
+  type JournalStoreFactory,
+  type ReadRange,
+  type TailOptions,
+} from './store.ts';
+export { FileJournalStore, type FileJournalStoreOptions } from './file-store.ts';
+export { storeSource, fileSource, scanJournal, parseEventLine, parseHeaderLine, type LineSource, type ScanOptions, type ScanResult } from './reader.ts';
+export { Summarizer, sortSummaries, RECORD_ENVELOPE, type SessionSummary } from './summary.ts';
+export { exportSession, importJournal, type ImportJournalOptions } from './transfer.ts';
 export { planRepair, needsRepair, unansweredToolCalls, type PlannedEvent, type RepairCause } from './repair.ts';
-export { forkSession, listSessions, recordedCalls, type ForkOptions, type SessionSummary, type RecordedCall } from './replay.ts';
+export { forkSession, listSessions, recordedCalls, type ForkOptions, type RecordedCall } from './replay.ts';
 export {
   canonicalRequest,
   canonicalMessage,

@@ -19,10 +19,37 @@ import { BlockAssembler } from '../llm/assembler.ts';
 import type { FinishReason, StreamChunk } from '../llm/types.ts';
 import type { AnySessionEvent, SessionHeader } from './events.ts';
 import { Folder, initialState } from './fold.ts';
-import { lineBatches, readFirstLine, scanLines, type RawLine } from './lines.ts';
+import { lineBatches, readFirstLine, type RawLine } from './lines.ts';
 import { resolveSessionPath } from './paths.ts';
 import { shapeProblem } from './shape.ts';
+import type { JournalStore, ReadRange } from './store.ts';
 import type { SessionState } from './types.ts';
+
+/**
+ * Where a reader gets a session's lines: a journal file, or any store (`storeSource`). `name`
+ * is what messages call it (the file path, or the store's location of the session).
+ */
+export interface LineSource {
+  readonly name: string;
+  /** The lines, header first, in batches. */
+  readonly batches: AsyncIterable<readonly RawLine[]>;
+  /** Whole batches or nothing are written: an unreadable last line is corruption, never a torn write. */
+  readonly atomic?: boolean;
+  /** The first event seq the lines start at (a range read; default 1). */
+  readonly fromSeq?: number;
+  /** The last event seq of a range read. */
+  readonly toSeq?: number;
+}
+
+/** The lines of a journal file. */
+export function fileSource(path: string): LineSource {
+  return { name: path, batches: lineBatches(path) };
+}
+
+/** The lines of session `id` in `store`. */
+export function storeSource(store: JournalStore, id: string, range?: ReadRange): LineSource {
+  return { name: store.locationOf(id), batches: store.read(id, range), atomic: store.atomicWrites, ...(range?.fromSeq !== undefined && range.fromSeq > 1 ? { fromSeq: range.fromSeq } : {}), ...(range?.toSeq !== undefined ? { toSeq: range.toSeq } : {}) };
+}
 
 /** The journal format version this build reads and writes. */
 export const JOURNAL_FORMAT_VERSION = 1;
@@ -144,7 +171,9 @@ export interface ScanResult {
  * @throws HarnessError `JOURNAL_NOT_FOUND`, `JOURNAL_HEADER`, `JOURNAL_VERSION`, `JOURNAL_CORRUPT`,
  *   `UNKNOWN_EVENT_TYPE` (file and line in the message and `failure.path` / `failure.line`).
  */
-export async function scanJournal(path: string, options: ScanOptions = {}): Promise<ScanResult> {
+export async function scanJournal(from: string | LineSource, options: ScanOptions = {}): Promise<ScanResult> {
+  const source = typeof from === 'string' ? fileSource(from) : from;
+  const path = source.name;
   const salvage = options.salvage === true;
   const fold = options.fold !== false;
   const track = options.trackLiveCall === true;
@@ -168,9 +197,8 @@ export async function scanJournal(path: string, options: ScanOptions = {}): Prom
     throw corruptError(path, bad);
   };
 
-  let scan;
-  try {
-    scan = await scanLines(path, (line) => {
+  let size = 0;
+  const onLine = (line: RawLine): boolean | void => {
       if (header === undefined) {
         header = parseHeaderLine(line.text, path, line.terminated);
         if (!line.terminated) {
@@ -252,7 +280,14 @@ export async function scanJournal(path: string, options: ScanOptions = {}): Prom
         }
       }
       if (options.stopAtSeq !== undefined && lastSeq >= options.stopAtSeq) return false;
-    });
+  };
+  try {
+    scan: for await (const lines of source.batches) {
+      for (const line of lines) {
+        size = line.end;
+        if (onLine(line) === false) break scan;
+      }
+    }
   } catch (error) {
     if ((error as NodeJS.ErrnoException)?.code === 'ENOENT') {
       throw new HarnessError('JOURNAL_NOT_FOUND', `No journal at ${path}.`, { details: { path } });
@@ -261,8 +296,10 @@ export async function scanJournal(path: string, options: ScanOptions = {}): Prom
   }
   if (header === undefined) parseHeaderLine(undefined, path);
   if (pendingBad !== undefined) {
-    // The last line is complete but unreadable: a torn write (e.g. a tail of zero bytes).
-    tornTail = { ...pendingBad, reason: `the last line is unreadable (${pendingBad.reason})` };
+    // The last line is complete but unreadable: a torn write (e.g. a tail of zero bytes) — except
+    // in a store that writes whole batches, where it is damage.
+    if (source.atomic === true) corrupt(pendingBad);
+    else tornTail = { ...pendingBad, reason: `the last line is unreadable (${pendingBad.reason})` };
   }
   const reachedEnd = options.stopAtSeq === undefined || lastSeq < options.stopAtSeq;
   if (reachedEnd && !salvage) assertForkComplete(path, header!, lastSeq);
@@ -274,7 +311,7 @@ export async function scanJournal(path: string, options: ScanOptions = {}): Prom
     lastSeq,
     eventCount,
     keptBytes,
-    size: scan.size,
+    size,
     ...(tornTail ? { tornTail } : {}),
     skipped,
     ...(liveCall ? { liveCall } : {}),
@@ -296,10 +333,12 @@ export interface ReadJournalOptions {
  * @throws like {@link scanJournal} (not for unknown ignorable types; unknown non-ignorable types
  *   are yielded — folding them is what fails).
  */
-export async function* readJournal(path: string, options: ReadJournalOptions = {}): AsyncGenerator<AnySessionEvent, void, undefined> {
+export async function* readJournal(from: string | LineSource, options: ReadJournalOptions = {}): AsyncGenerator<AnySessionEvent, void, undefined> {
+  const source = typeof from === 'string' ? fileSource(from) : from;
+  const path = source.name;
   const salvage = options.salvage === true;
   let header: SessionHeader | undefined;
-  let lastSeq = 0;
+  let lastSeq = (source.fromSeq ?? 1) - 1;
   let pendingBad: SkippedLine | undefined;
   let tornTail: SkippedLine | undefined;
   const corrupt = (bad: SkippedLine): void => {
@@ -310,7 +349,7 @@ export async function* readJournal(path: string, options: ReadJournalOptions = {
     throw corruptError(path, bad);
   };
   try {
-    for await (const lines of lineBatches(path)) {
+    for await (const lines of source.batches) {
       const events: AnySessionEvent[] = [];
       for (const line of lines) {
         if (header === undefined) {
@@ -351,8 +390,12 @@ export async function* readJournal(path: string, options: ReadJournalOptions = {
     throw error;
   }
   if (header === undefined) parseHeaderLine(undefined, path);
-  if (pendingBad !== undefined) tornTail = { ...pendingBad, reason: `the last line is unreadable (${pendingBad.reason})` };
-  if (!salvage) assertForkComplete(path, header!, lastSeq);
+  if (pendingBad !== undefined) {
+    if (source.atomic === true) corrupt(pendingBad);
+    else tornTail = { ...pendingBad, reason: `the last line is unreadable (${pendingBad.reason})` };
+  }
+  // A range read (fromSeq/toSeq) does not hold the whole history: only a whole read checks a fork.
+  if (!salvage && source.fromSeq === undefined && source.toSeq === undefined) assertForkComplete(path, header!, lastSeq);
   if (tornTail !== undefined) options.onSkip?.(tornTail);
 }
 
@@ -419,6 +462,8 @@ export interface OpenedSession {
 /** Options of the read-only `openSession` (`dataDir` resolves a bare session id). */
 export interface OpenSessionOptions {
   readonly dataDir?: string;
+  /** The store the session is in (default: the file store of `dataDir`; then `idOrPath` may be a path). */
+  readonly store?: JournalStore;
   /** Skip corrupt lines instead of failing (see `skipped`). */
   readonly salvage?: boolean;
   /** Keep every event in memory and return them. Default false. */
@@ -432,9 +477,10 @@ export interface OpenSessionOptions {
  * @throws like {@link scanJournal}.
  */
 export async function openSession(idOrPath: string, options: OpenSessionOptions = {}): Promise<OpenedSession> {
-  const path = resolveSessionPath(idOrPath, options.dataDir);
+  const source = options.store !== undefined ? storeSource(options.store, idOrPath) : fileSource(resolveSessionPath(idOrPath, options.dataDir));
+  const path = source.name;
   const events: AnySessionEvent[] | undefined = options.events ? [] : undefined;
-  const scan = await scanJournal(path, {
+  const scan = await scanJournal(source, {
     ...(options.salvage ? { salvage: true } : {}),
     ...(events ? { onEvent: (event: AnySessionEvent) => void events.push(deepFreeze(event)) } : {}),
   });

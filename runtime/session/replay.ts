@@ -3,27 +3,32 @@
  * model calls of a journal (what a cassette serves).
  */
 import { randomUUID } from 'node:crypto';
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import { HarnessError } from '../kernel/errors.ts';
 import { deepFreeze } from '../kernel/freeze.ts';
-import type { FinishReason, StreamChunk, TokenUsage } from '../llm/types.ts';
+import type { FinishReason, StreamChunk } from '../llm/types.ts';
 import type { AnySessionEvent, RequestHeader, SessionEvent, SessionHeader } from './events.ts';
+import { FileJournalStore } from './file-store.ts';
 import { initialState, reduceEvent } from './fold.ts';
-import { createJournalFile, type JournalIoOptions, type OpenedJournal } from './journal.ts';
-import { scanLines } from './lines.ts';
-import { assertSessionId, journalPath, resolveSessionPath, sessionsDir } from './paths.ts';
-import { assertForkComplete, parseEventLine, parseHeaderLine, readJournalHeader, scanJournal } from './reader.ts';
+import type { JournalIoOptions } from './writer.ts';
+import { createStoredJournal, storeOf, type OpenedJournal } from './open.ts';
+import { assertSessionId } from './paths.ts';
+import { parseEventLine, scanJournal, storeSource } from './reader.ts';
 import { planRepair } from './repair.ts';
 import { SnapshotReader, type RecordedRequest } from './snapshot.ts';
+import type { JournalStore } from './store.ts';
+import type { SessionSummary } from './summary.ts';
 import type { SessionState } from './types.ts';
+
+export type { SessionSummary } from './summary.ts';
 
 /** Options of `forkSession(source, options)`. */
 export interface ForkOptions extends JournalIoOptions {
   /** The last source event the fork keeps (0 keeps none). */
   readonly atSeq: number;
-  /** Where the new journal goes (and where a source id is looked up). */
+  /** Where the new journal goes (and where a source id is looked up) in the file store. */
   readonly dataDir?: string;
+  /** The store of the source and of the fork (default: the file store of `dataDir`). */
+  readonly store?: JournalStore;
   /** The new session's id (default: a random UUID). */
   readonly id?: string;
   /**
@@ -35,22 +40,23 @@ export interface ForkOptions extends JournalIoOptions {
 }
 
 /**
- * Starts a new session seeded with the events `1..atSeq` of `source` (an id or a path), and opens
- * it for writing. The events are copied verbatim — same `seq`, `type`, `atMs`, `data`, byte for
- * byte — so the fork folds on its own; its header names `parent: { sessionId, seq: atSeq }`.
+ * Starts a new session seeded with the events `1..atSeq` of `source` (an id, or in the file store
+ * a path), and opens it for writing. The events are copied verbatim — same `seq`, `type`, `atMs`,
+ * `data`, byte for byte — so the fork folds on its own; its header names
+ * `parent: { sessionId, seq: atSeq }`. Works on any store (source and fork in the same one).
  * @throws HarnessError `FORK_OUT_OF_RANGE`, `FORK_INSIDE_TURN`, the read errors of the source,
  *   `JOURNAL_EXISTS` / `JOURNAL_LOCKED` for the new id.
  */
 export async function forkSession(source: string, options: ForkOptions): Promise<OpenedJournal> {
-  const sourcePath = resolveSessionPath(source, options.dataDir);
+  const store = storeOf(options);
   const atSeq = options.atSeq;
   if (!Number.isInteger(atSeq) || atSeq < 0) {
     throw new HarnessError('FORK_OUT_OF_RANGE', `forkSession needs atSeq ≥ 0 (an integer); got ${String(atSeq)}.`, { details: { atSeq } });
   }
-  const sourceHeader = await readJournalHeader(sourcePath);
   const id = options.id ?? randomUUID();
   assertSessionId(id);
-  const prefix = await scanJournal(sourcePath, { stopAtSeq: atSeq, trackLiveCall: true });
+  const prefix = await scanJournal(storeSource(store, source), { stopAtSeq: atSeq, trackLiveCall: true });
+  const sourceHeader = prefix.header;
   if (prefix.lastSeq < atSeq) {
     throw new HarnessError('FORK_OUT_OF_RANGE', `Session ${sourceHeader.id} has ${prefix.lastSeq} events; it cannot be forked at seq ${atSeq}.`, {
       details: { sessionId: sourceHeader.id, atSeq, lastSeq: prefix.lastSeq },
@@ -74,22 +80,10 @@ export async function forkSession(source: string, options: ForkOptions): Promise
     ...(sourceHeader.cwd !== undefined ? { cwd: sourceHeader.cwd } : {}),
     parent: { sessionId: sourceHeader.id, seq: atSeq },
   });
-  const journal = await createJournalFile(journalPath(id, options.dataDir), header, options, {
+  const journal = await createStoredJournal(store, header, options, {
     state: Object.freeze({ ...state, sessionId: id }),
     lastSeq: atSeq,
-    copy: async (write) => {
-      let header = true;
-      await scanLines(sourcePath, (line) => {
-        if (header) {
-          header = false;
-          return;
-        }
-        const event = parseEventLine(line.text);
-        if (typeof event === 'string' || event.seq > atSeq) return false;
-        write(`${line.text}\n`);
-        return event.seq < atSeq;
-      });
-    },
+    lines: atSeq === 0 ? emptyLines() : eventLinesOf(store, source, atSeq),
   });
   const syntheticEvents: AnySessionEvent[] = [];
   try {
@@ -102,128 +96,34 @@ export async function forkSession(source: string, options: ForkOptions): Promise
   return { journal, repairs: { syntheticEvents } };
 }
 
-/** What `listSessions` tells about one session (read cheaply: chunk lines are not parsed). */
-export interface SessionSummary {
-  readonly id: string;
-  readonly path: string;
-  readonly createdAtMs?: number;
-  readonly title?: string;
-  /** The session's workspace (its header's `cwd`), when it has one. */
-  readonly cwd?: string;
-  readonly turnCount: number;
-  /** Token totals of every `assistant/message` and `compaction/summary`. */
-  readonly usage: TokenUsage;
-  readonly eventCount: number;
-  /** `atMs` of the last event, else the file's modification time. */
-  readonly lastUpdateAtMs: number;
-  readonly parent?: SessionHeader['parent'];
-  readonly importedFrom?: SessionHeader['importedFrom'];
-  /** The session could not be read (its error code and message). */
-  readonly error?: { readonly code: string; readonly message: string };
-}
+async function* emptyLines(): AsyncGenerator<readonly string[], void, undefined> {}
 
-const ENVELOPE = /^\{"seq":(\d+),"type":"([^"\\]+)","atMs":(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),/;
-const SUMMARY_TYPES = new Set(['turn/start', 'session/title', 'assistant/message', 'compaction/summary']);
+/** The event lines 1..toSeq of a session, verbatim (the header left out), in batches. */
+async function* eventLinesOf(store: JournalStore, id: string, toSeq: number): AsyncGenerator<readonly string[], void, undefined> {
+  let header = true;
+  for await (const lines of store.read(id, { toSeq })) {
+    const out: string[] = [];
+    for (const line of lines) {
+      if (header) {
+        header = false;
+        continue;
+      }
+      const event = parseEventLine(line.text);
+      if (typeof event === 'string' || event.seq > toSeq) break;
+      out.push(line.text);
+    }
+    if (out.length > 0) yield out;
+  }
+}
 
 /**
- * The sessions in `<dataDir>/sessions`, most recently updated first (unreadable ones last, with
- * their `error`). Each file is streamed once;
- * only the lines that matter (turns, titles, usage) are parsed — the writer's fixed key order lets
- * every other line (chunks above all) be skipped by its prefix.
+ * The sessions in `<dataDir>/sessions` (or in `store`), most recently updated first (unreadable
+ * ones last, with their `error`). Each file is streamed once; only the lines that matter (turns,
+ * titles, usage) are parsed.
  */
-export async function listSessions(dataDir?: string): Promise<SessionSummary[]> {
-  const dir = sessionsDir(dataDir);
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw error;
-  }
-  const out: SessionSummary[] = [];
-  for (const name of names) {
-    if (!name.endsWith('.jsonl')) continue;
-    out.push(await summarize(join(dir, name)));
-  }
-  return out.sort((a, b) => Number(a.error !== undefined) - Number(b.error !== undefined) || b.lastUpdateAtMs - a.lastUpdateAtMs || a.id.localeCompare(b.id));
-}
-
-async function summarize(path: string): Promise<SessionSummary> {
-  let header: SessionHeader | undefined;
-  let title: string | undefined;
-  let turnCount = 0;
-  let eventCount = 0;
-  let lastAtMs: number | undefined;
-  const usage: Record<string, number> = {};
-  const add = (value: TokenUsage | undefined): void => {
-    if (value === undefined || value === null) return;
-    for (const [key, count] of Object.entries(value)) if (typeof count === 'number') usage[key] = (usage[key] ?? 0) + count;
-  };
-  try {
-    await scanLines(path, (line) => {
-      if (header === undefined) {
-        header = parseHeaderLine(line.text, path, line.terminated);
-        return;
-      }
-      if (!line.terminated) return;
-      const match = ENVELOPE.exec(line.text);
-      let type: string;
-      let event: AnySessionEvent | undefined;
-      if (match !== null) {
-        type = match[2]!;
-        lastAtMs = Number(match[3]);
-        if (!SUMMARY_TYPES.has(type)) {
-          eventCount++;
-          return;
-        }
-      }
-      const parsed = parseEventLine(line.text);
-      if (typeof parsed === 'string') return;
-      event = parsed;
-      type = event.type;
-      lastAtMs = event.atMs;
-      eventCount++;
-      if (type === 'turn/start') turnCount++;
-      else if (type === 'session/title') title = (event as SessionEvent<'session/title'>).data.title;
-      else if (type === 'assistant/message') add((event as SessionEvent<'assistant/message'>).data.usage);
-      else if (type === 'compaction/summary') add((event as SessionEvent<'compaction/summary'>).data.usage);
-    });
-  } catch (error) {
-    const info = HarnessError.is(error) ? { code: error.code, message: error.message } : { code: 'UNREADABLE', message: String((error as Error)?.message ?? error) };
-    const mtime = await stat(path).then((s) => s.mtimeMs, () => 0);
-    return { id: header?.id ?? fileId(path), path, turnCount: 0, usage: {}, eventCount: 0, lastUpdateAtMs: mtime, error: info };
-  }
-  if (header === undefined) {
-    return { id: fileId(path), path, turnCount: 0, usage: {}, eventCount: 0, lastUpdateAtMs: 0, error: { code: 'JOURNAL_HEADER', message: `${path} is empty.` } };
-  }
-  const h: SessionHeader = header;
-  if (h.parent !== undefined && eventCount < h.parent.seq) {
-    try {
-      assertForkComplete(path, h, eventCount);
-    } catch (error) {
-      const info = { code: (error as HarnessError).code, message: (error as Error).message };
-      return { id: h.id, path, turnCount: 0, usage: {}, eventCount, lastUpdateAtMs: await stat(path).then((s) => s.mtimeMs, () => 0), parent: h.parent, error: info };
-    }
-  }
-  const lastUpdateAtMs = lastAtMs ?? (await stat(path).then((s) => s.mtimeMs, () => h.createdAtMs));
-  return {
-    id: h.id,
-    path,
-    createdAtMs: h.createdAtMs,
-    ...(title !== undefined ? { title } : {}),
-    ...(h.cwd !== undefined ? { cwd: h.cwd } : {}),
-    turnCount,
-    usage,
-    eventCount,
-    lastUpdateAtMs,
-    ...(h.parent ? { parent: h.parent } : {}),
-    ...(h.importedFrom ? { importedFrom: h.importedFrom } : {}),
-  };
-}
-
-function fileId(path: string): string {
-  const name = path.slice(path.lastIndexOf('/') + 1);
-  return name.endsWith('.jsonl') ? name.slice(0, -'.jsonl'.length) : name;
+export async function listSessions(dataDirOrStore?: string | JournalStore): Promise<SessionSummary[]> {
+  const store = typeof dataDirOrStore === 'object' ? dataDirOrStore : new FileJournalStore(dataDirOrStore !== undefined ? { dataDir: dataDirOrStore } : {});
+  return store.list();
 }
 
 /** One model call as a journal recorded it (what a cassette replays). */

@@ -88,3 +88,24 @@ export interface RepairReport {
    */
   readonly skippedLines?: readonly { readonly lineNumber: number; readonly start: number; readonly end: number; readonly reason: string }[];
 }
+
+/** What `listSessions` tells about one session (read cheaply: chunk lines are not parsed). */
+export interface SessionSummary {
+  readonly id: string;
+  /** Where it is: the journal file (file store), or the store's location of the session. */
+  readonly path: string;
+  readonly createdAtMs?: number;
+  readonly title?: string;
+  /** The session's workspace (its header's `cwd`), when it has one. */
+  readonly cwd?: string;
+  readonly turnCount: number;
+  /** Token totals of every `assistant/message` and `compaction/summary`. */
+  readonly usage: TokenUsage;
+  readonly eventCount: number;
+  /** `atMs` of the last event, else the file's modification time. */
+  readonly lastUpdateAtMs: number;
+  readonly parent?: SessionHeader['parent'];
+  readonly importedFrom?: SessionHeader['importedFrom'];
+  /** The session could not be read (its error code and message). */
+  readonly error?: { readonly code: string; readonly message: string };
+}
