@@ -190,6 +190,8 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
       io.err.write(`${io.c.red(`error ${printable(failure?.code ?? 'UNKNOWN')}:`)} ${printable(failure?.message ?? 'the turn failed')}\n`);
       const hint = failureHint(failure);
       if (hint) io.err.write(`${io.c.dim(`hint: ${hint}`)}\n`);
+      // A plugin's bug (PLUGIN_ERROR) carries its stack: shown with --debug.
+      if (globals.debug === true && typeof failure?.stack === 'string') io.err.write(`${io.c.dim(printable(failure.stack))}\n`);
     }
     else if (reason === 'aborted' && stop?.cause !== 'EPIPE') io.err.write(io.c.yellow(`cancelled: the turn was aborted${stop ? ` (${stop.label})` : ''}\n`));
     else if (reason === 'max-tokens') io.err.write(io.c.yellow('note: the reply hit the model\'s output limit (max-tokens); resume to continue\n'));

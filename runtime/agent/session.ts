@@ -13,10 +13,10 @@ import type { HookBus } from '../kernel/bus.ts';
 import { HarnessError, getErrorInfo } from '../kernel/errors.ts';
 import { BlockAssembler } from '../llm/assembler.ts';
 import { callConfigEquals, markAgentLoopRequest, type RetryPolicyConfig } from '../llm/call-config.ts';
-import { failureOf, llmFailure } from '../llm/errors.ts';
+import { failureOf, isProgrammingError, llmFailure, pluginFailure } from '../llm/errors.ts';
 import { createAssistantMessage, createToolResultMessage, createUserMessage, messageText } from '../llm/message.ts';
 import type { LlmService, PreparedCall } from '../llm/service.ts';
-import { OBSERVE_REQUEST, type AssistantMessage, type GenerateOptions, type LlmCallConfig, type LlmFailure, type Message, type TokenUsage, type ToolCallBlock, type ToolSpec, type UserMessage } from '../llm/types.ts';
+import { OBSERVE_REQUEST, type AssistantMessage, type GenerateOptions, type LlmCallConfig, type LlmFailure, type Message, type StreamChunk, type TokenUsage, type ToolCallBlock, type ToolSpec, type UserMessage } from '../llm/types.ts';
 import { RequestRecorder } from '../session/snapshot.ts';
 import type { AnySessionEvent, RequestHeader, SessionEvent, SessionEventMap, SessionEventType, TurnEndReason } from '../session/events.ts';
 import type { AppendOptions, SessionJournal, SessionState } from '../session/types.ts';
@@ -342,11 +342,35 @@ export class AgentSession {
     const assembler = new BlockAssembler();
     const journal = this.journal;
     const channel = this.channel;
-    for await (const chunk of prepared.stream(request)) {
-      for (const sent of observed.splice(0)) await this.append('request/snapshot', this.recorder.snapshot(turn, step, sent, journal.state.messages), { ignorable: true });
-      assembler.push(chunk);
-      const appended = journal.append('assistant/chunk', { turn, step, chunk });
-      channel?.push((appended instanceof Promise ? await appended : appended) as AnySessionEvent);
+    const chunks = prepared.stream(request)[Symbol.asyncIterator]();
+    let ended = false;
+    try {
+      for (;;) {
+        let next: IteratorResult<StreamChunk>;
+        let failed = false;
+        try {
+          next = await chunks.next();
+        } catch (error) {
+          // A middleware's bug (not a veto: those are HarnessErrors and end the turn as before) is the
+          // call's terminal finish{error, PLUGIN_ERROR}, journaled like any finish; it is not retried.
+          ended = true;
+          if (HarnessError.is(error) || !isProgrammingError(error)) throw error;
+          next = { done: false, value: middlewareFailureChunk(error, this.options.bus) };
+          failed = true;
+        }
+        if (next.done) {
+          ended = true;
+          break;
+        }
+        const chunk = next.value;
+        for (const sent of observed.splice(0)) await this.append('request/snapshot', this.recorder.snapshot(turn, step, sent, journal.state.messages), { ignorable: true });
+        assembler.push(chunk);
+        const appended = journal.append('assistant/chunk', { turn, step, chunk });
+        channel?.push((appended instanceof Promise ? await appended : appended) as AnySessionEvent);
+        if (failed) break;
+      }
+    } finally {
+      if (!ended) await chunks.return?.();
     }
     const result = assembler.result();
     const { provider, model } = prepared.config;
@@ -528,6 +552,19 @@ function addUsage(total: TokenUsage, usage: TokenUsage): TokenUsage {
     if (typeof value === 'number') sum[key] = (sum[key] ?? 0) + value;
   }
   return sum;
+}
+
+/**
+ * The finish of a call whose `llm/stream` middleware threw a programming error. The plugin is named
+ * when one plugin has middleware on the hook; otherwise the candidates are listed.
+ */
+function middlewareFailureChunk(error: Error, bus: HookBus): StreamChunk {
+  const owners = [...new Set(bus.describe().find((hook) => hook.name === 'llm/stream')?.owners ?? [])];
+  const failure =
+    owners.length === 1
+      ? pluginFailure(error, owners[0], 'its llm/stream middleware')
+      : pluginFailure(error, undefined, `an llm/stream middleware (of plugin ${owners.map((o) => `"${o}"`).join(', ') || 'unknown'})`);
+  return { type: 'finish', finish: { kind: 'error', failure: owners.length === 1 ? failure : { ...failure, plugins: owners } } };
 }
 
 function internalFailure(error: unknown): LlmFailure {

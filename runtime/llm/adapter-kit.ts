@@ -16,11 +16,13 @@
  * - the SDK's connection-timeout error → `TIMEOUT`; its connection error (no response) → `TRANSPORT`;
  * - the SDK's API error (HTTP status, or an error event mid-stream) → the adapter's `mapApiError`;
  * - an undici failure thrown from the body (`TypeError('terminated')`, cause `UND_ERR_*` / `ECONN*`) → `TRANSPORT`;
- * - a `SyntaxError` (a stream event that is not JSON) → `MALFORMED_RESPONSE`; anything else → `UNKNOWN`.
+ * - a `SyntaxError` (a stream event that is not JSON) → `MALFORMED_RESPONSE`; a programming error
+ *   (`TypeError`, `RangeError`, `ReferenceError` from the parser or adapter) → `PLUGIN_ERROR`
+ *   (never retried; the seam adds the plugin's name); anything else → `UNKNOWN`.
  */
 import { HarnessError } from '../kernel/errors.ts';
 import { LlmAdapter, type AdapterDefaults, type ReplayDegradeReport } from './adapter.ts';
-import { LlmError } from './errors.ts';
+import { LlmError, isProgrammingError, pluginFailure } from './errors.ts';
 import type { ModelInfo, ProviderInfo, StreamChunk } from './types.ts';
 
 /** Maps a thrown value to the `LlmError` it stands for; `provider` names the route in the message. */
@@ -174,6 +176,11 @@ export function mapSdkFailure<ApiError extends Error>(error: unknown, provider: 
     return new LlmError('MALFORMED_RESPONSE', `Provider "${provider}" sent a stream event that is not JSON: ${error.message}`, { cause: error, details: { provider } });
   }
   if (error instanceof Error && error.name === 'AbortError') return abortedError(error);
+  if (isProgrammingError(error)) {
+    // A TypeError from the parser or the adapter is a bug in the plugin, not the provider's failure.
+    const failure = pluginFailure(error, undefined, `the adapter for provider "${provider}"`);
+    return new LlmError('PLUGIN_ERROR', failure.message, { cause: error, details: { ...failure, provider } });
+  }
   return new LlmError('UNKNOWN', `Provider "${provider}" call failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error, details: { provider } });
 }
 

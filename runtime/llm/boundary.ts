@@ -4,13 +4,13 @@
  */
 import { deepFreeze } from '../kernel/freeze.ts';
 import { DigestTracker } from './digest.ts';
-import { LlmError, failureOf, llmFailure } from './errors.ts';
+import { LlmError, failureOf, isProgrammingError, llmFailure, pluginFailure } from './errors.ts';
 import type { GenerateOptions, StreamChunk } from './types.ts';
 
 /** What the boundary needs of the service: open the adapter stream (route, replay discipline, enter). */
 export interface AdapterOpener {
   /** `entered` receives the registration's exit as soon as it was entered; `track` says the adapter writes replay state. */
-  openAdapterStream(options: GenerateOptions, binding: unknown, entered: (exit: () => void, track: boolean) => void): AsyncIterator<StreamChunk>;
+  openAdapterStream(options: GenerateOptions, binding: unknown, entered: (exit: () => void, track: boolean, owner: string) => void): AsyncIterator<StreamChunk>;
 }
 
 /**
@@ -42,6 +42,8 @@ export class BoundaryStream implements AsyncIterableIterator<StreamChunk> {
   private last: Promise<unknown> | undefined;
   /** Digests of the adapter's text blocks, when it writes replay state (see `ReplayEnvelope.digests`). */
   private digests: DigestTracker | undefined;
+  /** The plugin that registered the adapter (named in `PLUGIN_ERROR`). */
+  private owner: string | undefined;
 
   constructor(
     private readonly service: AdapterOpener,
@@ -81,13 +83,14 @@ export class BoundaryStream implements AsyncIterableIterator<StreamChunk> {
       if (this.state === 0) {
         this.state = 1;
         try {
-          this.iterator = this.service.openAdapterStream(this.options, this.binding, (exit, track) => {
+          this.iterator = this.service.openAdapterStream(this.options, this.binding, (exit, track, owner) => {
             this.exit = exit;
+            this.owner = owner;
             if (track) this.digests = new DigestTracker();
           });
         } catch (error) {
           this.leave();
-          return this.terminal(failureChunk(error, signal));
+          return this.terminal(failureChunk(error, signal, this.owner, this.options.provider));
         }
         this.open = true;
       }
@@ -97,7 +100,7 @@ export class BoundaryStream implements AsyncIterableIterator<StreamChunk> {
         step = await this.iterator!.next();
       } catch (error) {
         this.open = false;
-        return this.terminal(failureChunk(error, signal));
+        return this.terminal(failureChunk(error, signal, this.owner, this.options.provider));
       }
       if (step.done) {
         this.open = false;
@@ -168,8 +171,10 @@ function withDigests(chunk: Extract<StreamChunk, { type: 'finish' }>, digests: D
   return { ...chunk, replayState: { ...envelope, digests: digests.digests() } };
 }
 
-function failureChunk(error: unknown, signal: AbortSignal | undefined): StreamChunk {
-  const failure = failureOf(error, signal);
+function failureChunk(error: unknown, signal: AbortSignal | undefined, owner?: string, provider?: string): StreamChunk {
+  let failure = signal?.aborted !== true && isProgrammingError(error) ? pluginFailure(error, owner, `the adapter for provider "${provider}"`) : failureOf(error, signal);
+  // The adapter kit's PLUGIN_ERROR does not know the plugin's name: the registration does.
+  if (failure.code === 'PLUGIN_ERROR' && failure.plugin === undefined && owner !== undefined) failure = llmFailure('PLUGIN_ERROR', `Plugin "${owner}": ${failure.message}`, { ...failure, plugin: owner });
   const kind = signal?.aborted || failure.code === 'ABORTED' ? 'aborted' : 'error';
   const normalized = kind === 'aborted' && failure.code !== 'ABORTED' ? llmFailure('ABORTED', failure.message) : failure;
   return deepFreeze({ type: 'finish', finish: { kind, failure: normalized } }) as StreamChunk;

@@ -93,8 +93,9 @@ export function resolveRetryPolicy(...layers: (RetryPolicyConfig | undefined)[])
   return deepFreeze(out as unknown as ResolvedRetryPolicy);
 }
 
-/** Whether a failure code is retried under a policy (AUTH and ABORTED never are). */
+/** Whether a failure code is retried under a policy (AUTH, ABORTED and PLUGIN_ERROR never are). */
 export function isRetryableCode(policy: ResolvedRetryPolicy, code: string): boolean {
-  if (code === 'AUTH' || code === 'ABORTED') return false;
+  // A plugin's bug fails the same way every time: retrying only delays the report (issue 14).
+  if (code === 'AUTH' || code === 'ABORTED' || code === 'PLUGIN_ERROR') return false;
   return policy.mode === 'always' || policy.retryableCodes.includes(code);
 }

@@ -31,3 +31,32 @@ export function failureOf(error: unknown, signal?: AbortSignal): LlmFailure {
   }
   return toFailure(error, 'UNKNOWN') as LlmFailure;
 }
+
+/**
+ * True for an exception that is a programming error, not a provider's or the network's failure:
+ * `TypeError` (but not undici's `terminated` / `fetch failed`, which are transport), `RangeError`,
+ * `ReferenceError`. These become `PLUGIN_ERROR` (see {@link pluginFailure}).
+ */
+export function isProgrammingError(error: unknown): error is Error {
+  if (error instanceof TypeError) {
+    const cause = (error as { cause?: { code?: unknown } }).cause;
+    if (error.message === 'terminated' || error.message === 'fetch failed' || typeof cause?.code === 'string') return false;
+    return true;
+  }
+  return error instanceof RangeError || error instanceof ReferenceError;
+}
+
+/**
+ * The `PLUGIN_ERROR` failure of a plugin's bug (issue 14): names the plugin and what it was doing,
+ * keeps the error's name and stack (`harness --debug` prints it). JSON-safe.
+ */
+export function pluginFailure(error: unknown, plugin: string | undefined, role: string): LlmFailure {
+  const name = error instanceof Error ? error.name : typeof error;
+  const message = error instanceof Error ? error.message : String(error);
+  const who = plugin === undefined ? role : `Plugin "${plugin}" (${role})`;
+  return llmFailure('PLUGIN_ERROR', `${who} failed with ${name}: ${message} — a bug in the plugin, not a provider failure; it is not retried.`, {
+    ...(plugin === undefined ? {} : { plugin }),
+    errorName: name,
+    ...(error instanceof Error && typeof error.stack === 'string' ? { stack: error.stack } : {}),
+  });
+}

@@ -191,7 +191,7 @@ export class LlmService {
    * `exit` is set as soon as the registration was entered.
    * @internal
    */
-  openAdapterStream(options: GenerateOptions, binding: Binding | undefined, entered: (exit: () => void, track: boolean) => void): AsyncIterator<StreamChunk> {
+  openAdapterStream(options: GenerateOptions, binding: Binding | undefined, entered: (exit: () => void, track: boolean, owner: string) => void): AsyncIterator<StreamChunk> {
     const signal = options.signal;
     const registration = binding !== undefined && binding.provider === options.provider ? binding.registration : this.requireRoute(options.provider);
     if (signal?.aborted) throw signal.reason ?? new LlmError('ABORTED', 'The request was aborted before it started.');
@@ -206,7 +206,7 @@ export class LlmService {
     }
     const standIn = this.standIn;
     // Digests only of an adapter's own output (a stand-in replays chunks that carry theirs).
-    entered(registration.enter(), standIn === undefined && registration.adapter.replayFormat !== undefined);
+    entered(registration.enter(), standIn === undefined && registration.adapter.replayFormat !== undefined, registration.owner);
     if (standIn !== undefined) return standIn.stream(request, { provider: options.provider, adapter: registration.adapter, kind: registration.kind })[Symbol.asyncIterator]();
     return registration.adapter.stream(request)[Symbol.asyncIterator]();
   }

@@ -182,6 +182,8 @@ export type LlmErrorCode =
   | 'INVALID_REQUEST'
   | 'UNSUPPORTED'
   | 'INVALID_REPLAY_STATE'
+  /** A bug in a plugin (an adapter, its parser, a middleware): never retried; `plugin` names it, `stack` has the trace. */
+  | 'PLUGIN_ERROR'
   | 'UNKNOWN';
 
 /** A frozen, JSON-safe failure. `status` is the HTTP status and `providerRetryAfterMs` the provider's own retry-after when known. */

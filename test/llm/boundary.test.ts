@@ -51,11 +51,14 @@ describe('failure boundary: adapter failures become one terminal finish', () => 
     expect(Object.isFrozen(chunks[0])).toBe(true);
   });
 
-  it('a non-HarnessError thrown by stream() is UNKNOWN', async () => {
+  it('a plain Error thrown by stream() is UNKNOWN; a TypeError is a plugin bug (PLUGIN_ERROR, issue 14)', async () => {
     const adapter = new FakeAdapter();
-    adapter.throwOnStream = new TypeError('boom');
+    adapter.throwOnStream = new Error('boom');
     await withAdapter(adapter);
     expect(await collect(harness.llm.stream(baseOptions()))).toEqual([{ type: 'finish', finish: { kind: 'error', failure: { code: 'UNKNOWN', message: 'boom' } } }]);
+    adapter.throwOnStream = new TypeError('boom');
+    const [finish] = await collect(harness.llm.stream(baseOptions()));
+    expect(finish).toMatchObject({ type: 'finish', finish: { kind: 'error', failure: { code: 'PLUGIN_ERROR', errorName: 'TypeError' } } });
   });
 
   it('the first next() throwing → exactly one finish{error}', async () => {
