@@ -156,6 +156,7 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     .option('--host <host>', 'interface to bind (default 127.0.0.1; anything else exposes your workspaces to the network)')
     .option('--port <port>', 'TCP port (default 7860; 0 picks a free one)', port)
     .option('--store <store>', 'where sessions live: file (the JSONL journals in the data directory; the default)')
+    .option('--queue <url>', 'be one of several workers: submitted turns are jobs in a queue in this PostgreSQL database (postgres://…), run by any worker')
     .option('--cwd <dir>', 'workspace of sessions created without one (default: the current directory)')
     .addOption(new Option('-a, --approve <policy>', 'approval policy of turns that name none; asked calls wait for an answer over HTTP').choices(POLICIES))
     .option('--approval-timeout-ms <ms>', 'deny an approval nobody answers after this long (default 300000)', positiveInt)

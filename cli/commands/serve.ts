@@ -16,6 +16,7 @@ export interface ServeOptions {
   readonly host?: string;
   readonly port?: number;
   readonly store?: string;
+  readonly queue?: string;
   readonly cwd?: string;
   readonly approve?: string;
   readonly approvalTimeoutMs?: number;
@@ -34,13 +35,14 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
       ...(options.host ? { host: options.host } : {}),
       ...(options.port !== undefined ? { port: options.port } : {}),
       ...(options.store ? { store: options.store } : {}),
+      ...(options.queue ? { queue: options.queue } : {}),
       ...(options.approve ? { approvalPolicy: options.approve } : {}),
       ...(options.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: options.approvalTimeoutMs } : {}),
       ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
       ...(cwd ? { cwd } : {}),
     };
     const server = await service.start(harness, start);
-    io.out.write(`harness serve: listening on ${server.url} (sessions in ${harness.dataDir})\n`);
+    io.out.write(`harness serve: listening on ${server.url} (sessions in ${harness.dataDir})${server.queue ? '; a worker of the turn queue' : ''}\n`);
     if (server.tokenGenerated) io.out.write(`token: ${server.token}\n(set ${TOKEN_ENV} to choose it; send it as "Authorization: Bearer <token>")\n`);
     if (server.host !== '127.0.0.1' && server.host !== '::1') io.err.write(io.c.yellow(`warning: bound to ${server.host}: anyone who can reach it and has the token can run tools in your workspaces\n`));
     const code = await new Promise<number>((done) => {

@@ -14,6 +14,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { HarnessError, type AnySessionEvent } from '../../runtime/index.ts';
+import type { TurnQueue } from './queue.ts';
 import type { TurnService } from './turns.ts';
 
 export interface HttpOptions {
@@ -23,6 +24,8 @@ export interface HttpOptions {
   readonly maxBodyBytes: number;
   /** A comment line on idle event streams this often, ms (keeps proxies from closing them). */
   readonly heartbeatMs?: number;
+  /** When set, a submitted turn is a job for any worker of the queue (202 `{ job }`), not run here. */
+  readonly queue?: TurnQueue;
   /** An event stream whose client reads too slowly is closed past this many queued events (it reconnects with Last-Event-ID). */
   readonly maxQueuedEvents?: number;
 }
@@ -152,7 +155,8 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
         },
       },
     },
-    async (request, reply) => reply.code(202).send({ turn: await turns.submitTurn(request.params.id, request.body) }),
+    async (request, reply) =>
+      options.queue ? reply.code(202).send({ job: await options.queue.submit(request.params.id, request.body) }) : reply.code(202).send({ turn: await turns.submitTurn(request.params.id, request.body) }),
   );
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/abort', { schema: { params: sessionParams } }, async (request, reply) => reply.code(202).send(turns.abortTurn(request.params.id)));

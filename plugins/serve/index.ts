@@ -18,11 +18,13 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { definePlugin, HarnessError, z, type Harness } from '../../runtime/index.ts';
 import { buildApp } from './http.ts';
+import { TurnQueue, type TurnQueueOptions } from './queue.ts';
 import { TurnService } from './turns.ts';
 
 export { TurnService, type TurnServiceOptions, type TurnInput, type SubmittedTurn, type SessionInfo } from './turns.ts';
 export { ApprovalDesk, type PendingApproval, type ApprovalReply } from './approvals.ts';
 export { EventQueue } from './tail.ts';
+export { TurnQueue, TURN_QUEUE, type TurnQueueOptions, type QueuedTurn } from './queue.ts';
 export { buildApp, errorBody, statusOf, type HttpOptions } from './http.ts';
 
 /** The environment variable a server's bearer token is read from (else one is generated). */
@@ -42,8 +44,17 @@ export const serveConfigSchema = z
     approvalPolicy: z.string().min(1).optional(),
     /** Where sessions live: `file` (the JSONL store in the data directory). */
     store: z.string().min(1).default('file'),
+    /**
+     * A `postgres://` URL: submitted turns become jobs in a queue in that database, run by any worker
+     * sharing it (see queue.ts). Without it, a turn runs in the server that took it.
+     */
+    queue: z.string().min(1).optional(),
+    /** With `queue`: jobs this worker runs at once. */
+    queueConcurrency: z.number().int().min(1).max(64).default(4),
+    /** With `queue`: a job not completed this long after it was taken is taken again, s. */
+    queueExpireSeconds: z.number().int().min(1).default(600),
   })
-  .default({ host: '127.0.0.1', port: 7860, maxBodyBytes: 1024 * 1024, approvalTimeoutMs: 300_000, store: 'file' });
+  .default({ host: '127.0.0.1', port: 7860, maxBodyBytes: 1024 * 1024, approvalTimeoutMs: 300_000, store: 'file', queueConcurrency: 4, queueExpireSeconds: 600 });
 
 export type ServeSettings = z.infer<typeof serveConfigSchema>;
 
@@ -53,6 +64,8 @@ export interface StartOptions extends Partial<ServeSettings> {
   readonly token?: string;
   /** The workspace of sessions created without one (default the process's cwd). */
   readonly cwd?: string;
+  /** With `queue`: finer timings (tests). */
+  readonly queueTuning?: Pick<TurnQueueOptions, 'retryDelaySeconds' | 'pollingIntervalSeconds' | 'maintenanceIntervalSeconds'>;
 }
 
 /** A listening server. */
@@ -65,6 +78,8 @@ export interface RunningServer {
   /** Whether the token was generated (so the caller prints it) rather than given. */
   readonly tokenGenerated: boolean;
   readonly turns: TurnService;
+  /** The turn queue, when the server is a worker of one (`queue`). */
+  readonly queue?: TurnQueue;
   /** Aborts running turns (journaled as aborted), ends event streams, stops listening. Idempotent. */
   close(): Promise<void>;
 }
@@ -89,7 +104,7 @@ declare global {
 
 /** Starts a server over `harness` with `settings` (what the service does; usable without the plugin). */
 export async function startServer(harness: Harness, settings: ServeSettings, options: StartOptions = {}): Promise<RunningServer> {
-  const merged: ServeSettings = serveConfigSchema.parse({ ...settings, ...definedOnly(options, ['host', 'port', 'maxBodyBytes', 'approvalTimeoutMs', 'approvalPolicy', 'store']) });
+  const merged: ServeSettings = serveConfigSchema.parse({ ...settings, ...definedOnly(options, ['host', 'port', 'maxBodyBytes', 'approvalTimeoutMs', 'approvalPolicy', 'store', 'queue', 'queueConcurrency', 'queueExpireSeconds']) });
   checkStore(merged.store);
   const given = checkToken(options.token);
   const token = given ?? randomBytes(24).toString('base64url');
@@ -98,14 +113,23 @@ export async function startServer(harness: Harness, settings: ServeSettings, opt
     ...(merged.approvalPolicy ? { approvalPolicy: merged.approvalPolicy } : {}),
     ...(options.cwd ? { cwd: options.cwd } : {}),
   });
-  const app = buildApp(turns, { token, maxBodyBytes: merged.maxBodyBytes });
+  let queue: TurnQueue | undefined;
+  let app: ReturnType<typeof buildApp> | undefined;
   try {
+    if (merged.queue !== undefined) {
+      queue = await TurnQueue.open(turns, { url: merged.queue, concurrency: merged.queueConcurrency, expireInSeconds: merged.queueExpireSeconds, ...queueTuning(options) });
+      await queue.work();
+    }
+    app = buildApp(turns, { token, maxBodyBytes: merged.maxBodyBytes, ...(queue ? { queue } : {}) });
     await app.listen({ host: merged.host, port: merged.port });
   } catch (error) {
+    await queue?.stop().catch(() => undefined);
     await turns.close();
+    await app?.close().catch(() => undefined);
     throw error;
   }
-  const address = app.server.address() as AddressInfo;
+  const listening = app;
+  const address = listening.server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   let closing: Promise<void> | undefined;
   return {
@@ -115,10 +139,12 @@ export async function startServer(harness: Harness, settings: ServeSettings, opt
     token,
     tokenGenerated: given === undefined,
     turns,
+    ...(queue ? { queue } : {}),
     close: () =>
       (closing ??= (async () => {
+        await queue?.stop().catch(() => undefined);
         await turns.close();
-        await app.close();
+        await listening.close();
       })()),
   };
 }
@@ -143,6 +169,10 @@ export function checkStore(store: string): void {
     throw new HarnessError('STORE_UNSUPPORTED', 'A PostgreSQL store needs the journal-postgres plugin, which this build does not have yet; use --store file.');
   }
   throw new HarnessError('STORE_UNSUPPORTED', `Unknown store ${JSON.stringify(store.replace(/\/\/[^@/]*@/, '//…@'))}: use "file" (the JSONL journals in the data directory).`);
+}
+
+function queueTuning(options: StartOptions): Partial<TurnQueueOptions> {
+  return options.queueTuning ?? {};
 }
 
 function definedOnly<T extends object>(value: T, keys: readonly (keyof T)[]): Partial<T> {

@@ -43,6 +43,8 @@ declare global {
         /** When the call is denied unanswered (absolute ms). */
         readonly deadlineAtMs: number;
       };
+      /** A queued turn's job starts here (its turn follows): a job is never run twice. Ignorable. */
+      'serve/turn-job': { readonly jobId: string };
     }
   }
 }
@@ -112,17 +114,17 @@ interface Running {
   readonly done: Promise<SessionEvent<'turn/end'> | undefined>;
 }
 
-let approvalRequestedUsers = 0;
-let disposeApprovalRequested: (() => void) | undefined;
+let eventTypeUsers = 0;
+let disposeEventTypes: (() => void)[] = [];
 
-/** `approval/requested` is registered while at least one turn service lives. */
-function useApprovalRequestedType(): () => void {
-  if (approvalRequestedUsers++ === 0) disposeApprovalRequested = registerEventType('approval/requested', { ignorable: true });
+/** The server's event types are registered while at least one turn service lives. */
+function useEventTypes(): () => void {
+  if (eventTypeUsers++ === 0) disposeEventTypes = [registerEventType('approval/requested', { ignorable: true }), registerEventType('serve/turn-job', { ignorable: true })];
   let released = false;
   return () => {
     if (released) return;
     released = true;
-    if (--approvalRequestedUsers === 0) disposeApprovalRequested?.();
+    if (--eventTypeUsers === 0) for (const dispose of disposeEventTypes.splice(0)) dispose();
   };
 }
 
@@ -141,7 +143,7 @@ export class TurnService {
     this.harness = harness;
     this.options = options;
     this.approvalTimeoutMs = options.approvalTimeoutMs ?? 300_000;
-    this.disposers.push(useApprovalRequestedType());
+    this.disposers.push(useEventTypes());
     this.disposers.push(harness.kernel.bus.add('session/event', (delivery: { sessionId: string; event: AnySessionEvent }) => this.fanOut.dispatch(delivery.sessionId, delivery.event), { owner: 'serve' }));
   }
 
@@ -238,6 +240,24 @@ export class TurnService {
    *   writes it), `WORKSPACE_NOT_FOUND`.
    */
   async submitTurn(sessionId: string, input: TurnInput): Promise<SubmittedTurn> {
+    return (await this.start(sessionId, input))!;
+  }
+
+  /**
+   * Runs a queued turn's job (see `TurnQueue`) to its end, once: the job's id is journaled before its
+   * turn starts, so a job run again (its worker was killed, or its completion was lost) finds it and
+   * does not start the turn a second time — the opening of the session has then closed the turn the
+   * dead worker left (`interrupted`).
+   * @returns `ran` with the turn's end, or `already-started`.
+   * @throws like {@link submitTurn}; `JOURNAL_LOCKED` / `SESSION_BUSY` mean "try again later".
+   */
+  async runJob(sessionId: string, jobId: string, input: TurnInput): Promise<{ readonly outcome: 'ran'; readonly end: SessionEvent<'turn/end'> | undefined } | { readonly outcome: 'already-started' }> {
+    const started = await this.start(sessionId, input, jobId);
+    if (started === undefined) return { outcome: 'already-started' };
+    return { outcome: 'ran', end: await this.turnEnd(sessionId, started.turn) };
+  }
+
+  private async start(sessionId: string, input: TurnInput, jobId?: string): Promise<SubmittedTurn | undefined> {
     this.assertOpen();
     if (typeof input.prompt !== 'string' || input.prompt.trim() === '') throw new HarnessError('EMPTY_PROMPT', 'The prompt is empty; say what the agent should do.');
     const path = this.pathOf(sessionId);
@@ -256,6 +276,17 @@ export class TurnService {
       const { session } = await this.harness.openSession(path, this.options.maxSteps ? { maxSteps: this.options.maxSteps } : {});
       running.session = session;
       try {
+        if (jobId !== undefined) {
+          await session.session.checkpoint();
+          const job = await this.jobState(path, jobId);
+          if (job === 'started') {
+            await session.close();
+            this.running.delete(sessionId);
+            settleDone(undefined);
+            return undefined;
+          }
+          if (job === 'none') await session.session.append('serve/turn-job', { jobId });
+        }
         if (session.state.turnCount === 0 && session.state.title === undefined) await session.session.append('session/title', { title: titleOf(input.prompt) });
         iterator = session
           .run(input.prompt, {
@@ -464,6 +495,16 @@ export class TurnService {
     const path = join(this.harness.dataDir, 'sessions', `${sessionId}.jsonl`);
     if (!existsSync(path)) throw new HarnessError('SESSION_NOT_FOUND', `No session ${sessionId}; GET /v1/sessions lists the sessions there are.`, { details: { sessionId } });
     return path;
+  }
+
+  /** Whether a job's marker is journaled, and a turn after it (a marker alone: its turn never started). */
+  private async jobState(path: string, jobId: string): Promise<'none' | 'marked' | 'started'> {
+    let marked = false;
+    for await (const event of readJournal(path)) {
+      if (event.type === 'serve/turn-job') marked = event.data.jobId === jobId;
+      else if (marked && event.type === 'turn/start') return 'started';
+    }
+    return marked ? 'marked' : 'none';
   }
 
   /** Writes what a running turn has queued, so a read of the file sees every event appended so far. */
