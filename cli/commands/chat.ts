@@ -18,19 +18,34 @@ import { createInterface, type Interface } from 'node:readline';
 import { HarnessError, readJournal, type AgentSession, type AnySessionEvent, type ApprovalRequest, type Harness, type PluginReloadedEvent, type PluginReloadFailedEvent } from '../../runtime/index.ts';
 import { askInTerminal, type Ask, type AskAnswer } from '../approval.ts';
 import { shellQuote, type Io } from '../env.ts';
-import { formatMs, oneLine, printable } from '../format.ts';
+import { sessionsOfWorkspace } from '../find-session.ts';
+import { formatAgo, formatMs, oneLine, printable } from '../format.ts';
 import { onStop, type StopRequest } from '../lifecycle.ts';
 import { LiveRenderer, TranscriptPrinter } from '../render.ts';
-import { checkWorkspace, errorLocation, makeApprover, openHarness, resolveCall, selfWithGlobals, sessionArgument, sessionHints, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
+import { checkWorkspace, errorLocation, makeApprover, openHarness, POLICIES, resolveCall, selfWithGlobals, sessionArgument, sessionHints, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
 import { UsageTally } from '../usage.ts';
 import { failureHint, journalToResume, resumeSession } from './run.ts';
 
+/** The chat's slash commands, with what each does (`/help` prints them; Tab completes them). */
+const COMMANDS: readonly (readonly [name: string, args: string, what: string])[] = [
+  ['/help', '', 'these commands'],
+  ['/model', '[provider/]model', 'switch the model; the next request uses it (journaled as a change of the call)'],
+  ['/approve', '<policy>', `the approval policy from now on (${POLICIES.join(', ')})`],
+  ['/cost', '', 'tokens and cost: the last turn and the whole session'],
+  ['/tools', '', 'the tools the model can call'],
+  ['/sessions', '', 'the latest sessions of this workspace'],
+  ['/session', '', 'the session id and journal'],
+  ['/exit', '', 'quit (also /quit, Ctrl-D, or Ctrl-C twice)'],
+];
+
 const HELP = [
-  'Type a prompt and press Enter.',
-  '  /session   the session id and journal',
-  '  /exit      quit (also Ctrl-D, or Ctrl-C twice)',
-  'Ctrl-C cancels the running turn.',
+  'Type a prompt and press Enter. Commands:',
+  ...COMMANDS.map(([name, args, what]) => `  ${`${name} ${args}`.padEnd(26)} ${what}`),
+  'Ctrl-C cancels the running turn. Tab completes a command.',
 ].join('\n');
+
+/** A line that is a command: `/word`, alone or followed by arguments (a path like `/etc/hosts …` is a prompt). */
+const COMMAND_LINE = /^\/([A-Za-z][\w-]*)(?:\s+(.*))?$/s;
 
 export async function chatCommand(options: TurnOptions, globals: GlobalOptions, io: Io, mode: { watch: boolean }): Promise<number> {
   const cwd = options.cwd ? checkWorkspace(resolve(options.cwd), '--cwd') : undefined;
@@ -105,12 +120,14 @@ class Repl {
     private readonly harness: Harness,
     /** The session, once there is one: a new one is created with the first prompt. */
     private session: AgentSession | undefined,
-    private readonly options: TurnOptions & { call: { provider?: string; model?: string }; recap?: string },
+    private readonly options: { -readonly [K in keyof TurnOptions]: TurnOptions[K] } & { call: { provider?: string; model?: string }; recap?: string },
     private readonly globals: GlobalOptions,
     private readonly io: Io,
   ) {
     this.terminal = process.stdin.isTTY === true && io.interactive;
-    this.rl = createInterface({ input: process.stdin, output: io.out, terminal: this.terminal, prompt: io.c.cyan('› ') });
+    // Tab completes a slash command.
+    const completer = (line: string): [string[], string] => [line.startsWith('/') ? COMMANDS.map(([name]) => name).filter((name) => name.startsWith(line)) : [], line];
+    this.rl = createInterface({ input: process.stdin, output: io.out, terminal: this.terminal, prompt: io.c.cyan('› '), completer });
   }
 
   run(): Promise<number> {
@@ -172,22 +189,75 @@ class Repl {
     this.armed = false;
     if (!this.terminal) this.io.out.write(`${line}\n`); // piped input: show what was sent after its prompt
     if (text === '') return this.prompt();
-    if (text === '/exit' || text === '/quit') return this.quit(0);
-    if (text === '/help') {
-      this.io.out.write(`${HELP}\n`);
-      return this.prompt();
-    }
-    if (text === '/session') {
-      if (this.session) this.io.out.write(`${this.io.c.dim('session')} ${this.session.id}\n${sessionHints(this.session, this.harness.dataDir, this.globals, this.io)}\n`);
-      else this.io.out.write(this.io.c.dim('no session yet: it starts with the first prompt\n'));
-      return this.prompt();
-    }
-    await this.turn(text);
+    const command = COMMAND_LINE.exec(text);
+    if (command) {
+      if (command[1] === 'exit' || command[1] === 'quit') return this.quit(0);
+      await this.command(command[1]!, (command[2] ?? '').trim()).catch((error: unknown) => {
+        this.io.out.write(`${this.io.c.red(`error${HarnessError.is(error) ? ` ${error.code}` : ''}:`)} ${oneLine(error instanceof Error ? error.message : String(error), 400)}\n`);
+      });
+    } else await this.turn(text);
     if (this.closing) return;
     const next = this.queue.shift();
     if (next !== undefined) return this.handle(next);
     if (this.eof) return this.quit(0);
     this.prompt();
+  }
+
+  /**
+   * A slash command (see {@link COMMANDS}).
+   * @throws HarnessError `UNKNOWN_COMMAND` (listing the commands), `INVALID_ARGUMENTS`, or what
+   * checking a new model throws (`UNKNOWN_MODEL`, `AUTH`, …).
+   */
+  private async command(name: string, args: string): Promise<void> {
+    const { c } = this.io;
+    const out = (text: string) => this.io.out.write(`${text}\n`);
+    switch (name) {
+      case 'help':
+        return void out(HELP);
+      case 'session':
+        if (this.session) out(`${c.dim('session')} ${this.session.id}\n${sessionHints(this.session, this.harness.dataDir, this.globals, this.io)}`);
+        else out(c.dim('no session yet: it starts with the first prompt'));
+        return;
+      case 'model': {
+        if (args === '') return void out(`model ${this.currentModel()} ${c.dim('(/model [provider/]model switches)')}`);
+        const slash = args.indexOf('/');
+        const asked = slash > 0 ? { provider: args.slice(0, slash), model: args.slice(slash + 1) } : { model: args };
+        const provider = asked.provider ?? this.options.call.provider ?? this.session?.state.header?.config.provider ?? this.harness.config.defaults?.provider ?? 'scripted';
+        // Checked like --model (unknown model, missing key) before the next request is affected.
+        const call = await resolveCall(this.harness, { provider, model: asked.model }, this.session);
+        this.options.call = call;
+        return void out(c.green(`model ${call.provider}/${call.model} — the next request uses it`));
+      }
+      case 'approve': {
+        if (!(POLICIES as readonly string[]).includes(args)) throw new HarnessError('INVALID_ARGUMENTS', `/approve takes a policy: ${POLICIES.join(', ')} (now: ${this.options.approve ?? this.harness.ctx.approvals?.defaultPolicy ?? 'deny-all'}).`);
+        makeApprover(this.harness, args, undefined); // needs the approvals plugin: fails here, not at the next tool call
+        this.options.approve = args;
+        return void out(c.green(`approvals ${args} from now on`));
+      }
+      case 'cost':
+        return void out(this.tally ? c.dim(this.tally.footer(this.harness, this.io)) : c.dim('no turn yet'));
+      case 'tools': {
+        const tools = this.harness.tools.describe();
+        return void out(tools.length ? tools.map((t) => `  ${t.name} ${c.dim(`(${t.owner})`)}`).join('\n') : c.dim('no tools are loaded'));
+      }
+      case 'sessions': {
+        const workspace = this.options.cwd ?? this.session?.session.cwd ?? process.cwd();
+        const sessions = (await sessionsOfWorkspace(this.harness.dataDir, workspace)).slice(0, 10);
+        if (sessions.length === 0) return void out(c.dim(`no sessions of ${workspace} yet`));
+        for (const s of sessions) out(`  ${s.id.slice(0, 8)}  ${oneLine(s.title ?? '(untitled)', 48).padEnd(48)}  ${c.dim(`${s.turnCount} turn${s.turnCount === 1 ? '' : 's'} · ${formatAgo(s.lastUpdateAtMs)}`)}`);
+        return void out(c.dim(`resume one with: ${selfWithGlobals(this.globals)} chat -r <id>`));
+      }
+      default:
+        throw new HarnessError('UNKNOWN_COMMAND', `/${name} is not a chat command (nothing was sent to the model). Commands: ${COMMANDS.map(([n]) => n).join(' ')}.`);
+    }
+  }
+
+  /** `provider/model` the next request uses. */
+  private currentModel(): string {
+    const header = this.session?.state.header?.config;
+    const defaults = this.harness.config.defaults;
+    const { provider, model } = this.options.call;
+    return provider ? `${provider}/${model}` : header ? `${header.provider}/${header.model}` : `${defaults?.provider ?? 'scripted'}/${defaults?.model ?? 'scripted-default'}`;
   }
 
   private async turn(prompt: string): Promise<void> {
