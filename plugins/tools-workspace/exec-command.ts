@@ -13,6 +13,26 @@ import { defineTool, HarnessError, secrets, z, type StreamedToolOutput, type Too
 import type { WorkspaceToolsConfig } from './config.ts';
 import { openWorkspace } from './paths.ts';
 
+/**
+ * The supervisor (`/bin/sh -c SUPERVISOR harness-exec <shell> <command>`): runs the command with an
+ * empty stdin, and a watcher that blocks reading the harness's pipe (fd 3, a copy of stdin: a
+ * background job's own stdin is /dev/null) and on EOF kills the process group (`kill 0`). When the
+ * command ends, the watcher is stopped and the command's status passed on — a death by signal is
+ * re-raised, so the harness sees the signal, not 128 + n.
+ */
+const SUPERVISOR = [
+  'exec 3<&0',
+  '"$1" -c "$2" </dev/null 3<&- &',
+  'c=$!',
+  '{ read -r _ <&3; kill -KILL 0; } </dev/null >/dev/null 2>&1 &',
+  'w=$!',
+  'exec 3<&- 0</dev/null >/dev/null 2>&1',
+  'wait "$c"; s=$?',
+  'kill "$w" 2>/dev/null',
+  'if [ "$s" -gt 128 ] && [ "$s" -lt 160 ]; then kill -s "$(kill -l $((s - 128)))" $$; fi',
+  'exit "$s"',
+].join('\n');
+
 export const execCommandInput = z.strictObject({
   command: z.string().min(1).describe('The shell command to run (bash syntax). Runs in the workspace root.'),
   timeout_ms: z.number().int().positive().optional().describe('Stop the command after this many milliseconds (default and maximum: the configured limit).'),
@@ -59,10 +79,13 @@ export function execCommandTool(config: WorkspaceToolsConfig): ToolDefinition<z.
       const workspace = await openWorkspace(config.root, context.cwd);
       if (context.signal.aborted) throw context.signal.reason;
       const callTimeoutMs = Math.min(input.timeout_ms ?? limitMs, limitMs);
-      const child = spawn(shell, ['-c', `exec 2>&1; ${input.command}`], {
+      // The shell runs under a tiny supervisor (the process group's leader) that holds a pipe from
+      // the harness: if the harness dies — even by SIGKILL, when no exit hook runs — the pipe closes
+      // and the supervisor kills the whole group, grandchildren included.
+      const child = spawn('/bin/sh', ['-c', SUPERVISOR, 'harness-exec', shell, `exec 2>&1; ${input.command}`], {
         cwd: workspace.root,
         detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
+        stdio: ['pipe', 'pipe', 'pipe'],
         env: { ...(inheritEnv ? process.env : passedEnv(passEnv)), ...env, ...vault },
       });
       running.add(child);

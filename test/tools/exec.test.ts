@@ -2,7 +2,7 @@
  * exec_command: streamed output, exit codes, and the process group killed on timeout, abort, the
  * end of the command and plugin unload — no orphan survives (checked on pids the command printed).
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -170,6 +170,34 @@ describe('exec_command process group', () => {
     const [pid] = pidsIn([stdout]);
     expect(pid).toBeGreaterThan(0);
     expect(await waitFor(() => !isRunning(pid!), 3000)).toBe(true);
+  });
+
+  it('commands of a harness killed with SIGKILL die too (their supervisor sees the pipe close), within a bounded wait', async () => {
+    const script = ws.write(
+      'kill-script.mts',
+      [
+        `import { createHarness } from ${JSON.stringify(join(repoRoot, 'runtime', 'index.ts'))};`,
+        `import { runTool } from ${JSON.stringify(join(repoRoot, 'runtime', 'internal.ts'))};`,
+        `const harness = await createHarness({ config: { plugins: [{ module: ${JSON.stringify(pluginModule)}, config: {} }] } });`,
+        `const tool = harness.ctx.tools.require('exec_command');`,
+        `let seen = '';`,
+        // A command and a grandchild that keep writing into the workspace.
+        `void runTool(tool, { command: 'sh -c "while :; do date > tick.txt; sleep 0.1; done" & echo pid:$!; echo pid:$$; sleep 1000' }, { callId: 'c', sessionId: 's', cwd: ${JSON.stringify(ws.dir)}, onOutput: (text) => {`,
+        `  process.stdout.write(text);`,
+        `  seen += text;`,
+        `  if ((seen.match(/pid:/g) ?? []).length >= 2) setTimeout(() => process.kill(process.pid, 'SIGKILL'), 100);`,
+        `} });`,
+      ].join('\n'),
+    );
+    const stdout = await new Promise<string>((resolve) => {
+      let out = '';
+      const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+      child.stdout.on('data', (d) => (out += String(d)));
+      child.on('exit', () => resolve(out));
+    });
+    const pids = pidsIn([stdout]);
+    expect(pids.length).toBe(2);
+    expect(await waitFor(() => pids.every((pid) => !isRunning(pid)), 5000), `still running: ${pids.filter(isRunning).join(', ')}`).toBe(true);
   });
 
   it('by default a command gets a clean environment: the passEnv allow-list and env, never the harness\'s API keys', async () => {
