@@ -140,6 +140,10 @@ export class TurnService {
   private closed = false;
 
   constructor(harness: Harness, options: TurnServiceOptions = {}) {
+    // Sessions are read from the data directory's journal files (the store seam's read/tail are the next step).
+    if (harness.store.kind !== 'file') {
+      throw new HarnessError('STORE_UNSUPPORTED', `harness serve reads sessions from the file store; this harness uses a ${harness.store.kind} store (${harness.store.location}). Serve it with the file store for now.`);
+    }
     this.harness = harness;
     this.options = options;
     this.approvalTimeoutMs = options.approvalTimeoutMs ?? 300_000;
