@@ -6,7 +6,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Kernel, type PluginContext } from './kernel/context.ts';
 import { HarnessError } from './kernel/errors.ts';
 import { Fiber, Scope } from './kernel/fiber.ts';
@@ -60,7 +59,7 @@ export interface HarnessConfig {
    * means no limit (as peers do). A session's own `maxSteps` wins.
    */
   readonly maxSteps?: number;
-  /** Plugins, loaded in order. Module paths resolve from the config file's folder. */
+  /** Plugins, loaded in order. A `module` is a path (relative to the config file's folder) or a package specifier (`harness-runtime/plugins/llm-openai`), resolved from that folder. */
   readonly plugins: readonly PluginSpec[];
 }
 
@@ -247,18 +246,10 @@ export async function loadConfig(path: string): Promise<HarnessConfig> {
 /**
  * Imports the config as a fresh module generation in this process's own module graph, so the config
  * and the plugins it names share this runtime (one `HarnessError`, one extension list…) and an
- * edited config is re-read. Only where no TypeScript loader is active does it fall back to tsx's
- * `tsImport` (which loads a separate copy of every project module the config imports).
+ * edited config is re-read. A TypeScript config on plain node gets tsx's loader (see module-loader.ts).
  */
 async function importConfigModule(absolute: string): Promise<{ default?: unknown }> {
-  try {
-    return await importGeneration(absolute);
-  } catch (error) {
-    const cause = HarnessError.is(error) ? (error.cause as { code?: unknown } | undefined) : undefined;
-    if (cause?.code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw error;
-    const { tsImport } = await import('tsx/esm/api');
-    return (await tsImport(pathToFileURL(absolute).href, import.meta.url)) as { default?: unknown };
-  }
+  return await importGeneration(absolute);
 }
 
 /**

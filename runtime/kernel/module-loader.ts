@@ -1,13 +1,21 @@
 /**
- * Importing a plugin module as a new generation (DESIGN "Hot reload").
+ * Importing a plugin module as a new generation (DESIGN "Hot reload"), and finding it first.
  *
  * `importGeneration(path)` imports the module with a fresh `?harness-gen=N` query; the resolve hook in
  * `reload-hooks.mjs` passes the query on to the project-local modules it imports, so edited helpers
  * run their new code. Packages in node_modules and the runtime directory are never duplicated.
+ * A TypeScript module (a project's config or plugin) needs a loader: when none is active (the built
+ * package runs on plain node), tsx's is registered once, on the first TypeScript import.
+ *
+ * `resolveModule(specifier, baseDir)` finds the file a config names: a path (relative to `baseDir`,
+ * or absolute), a `file:` URL, or a package specifier (`harness-runtime/plugins/llm-openai`,
+ * `some-npm-plugin`) resolved by Node's ESM rules from `baseDir`, as an `import` there would.
  */
 import { existsSync } from 'node:fs';
 import { register } from 'node:module';
-import { pathToFileURL } from 'node:url';
+import { isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { resolve as resolveEsm } from 'import-meta-resolve';
 import { HarnessError } from './errors.ts';
 
 let hooksRegistered = false;
@@ -26,13 +34,52 @@ function ensureHooks(): void {
  */
 export async function importGeneration(path: string): Promise<Record<string, unknown>> {
   ensureHooks();
-  const url = pathToFileURL(path);
-  url.searchParams.set('harness-gen', String(++generationCounter));
+  const load = () => {
+    const url = pathToFileURL(path);
+    url.searchParams.set('harness-gen', String(++generationCounter));
+    return import(url.href) as Promise<Record<string, unknown>>;
+  };
   try {
-    return (await import(url.href)) as Record<string, unknown>;
+    try {
+      return await load();
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'ERR_UNKNOWN_FILE_EXTENSION' || !(await registerTypeScript())) throw error;
+      return await load();
+    }
   } catch (error) {
     // A missing plugin file: Node's message would name this loader as the importer, not the config.
     const reason = existsSync(path) ? (error instanceof Error ? error.message : String(error)) : 'no such file; check the module path of this plugin in the config';
     throw new HarnessError('PLUGIN_IMPORT_FAILED', `Could not import plugin module ${path}: ${reason}`, { cause: error, details: { path } });
+  }
+}
+
+let typeScript: Promise<boolean> | undefined;
+
+/** Registers tsx's ESM loader once (for a project's own TypeScript). Resolves false when it was already registered. */
+function registerTypeScript(): Promise<boolean> {
+  if (typeScript !== undefined) return typeScript.then(() => false);
+  typeScript = import('tsx/esm/api').then(({ register: registerTsx }) => {
+    registerTsx();
+    return true;
+  });
+  return typeScript;
+}
+
+/**
+ * The absolute file path of the module a config names (see the module docstring).
+ * @throws HarnessError `PLUGIN_NOT_FOUND` for a package specifier that does not resolve from `baseDir`.
+ */
+export function resolveModule(specifier: string, baseDir: string): string {
+  if (isAbsolute(specifier)) return specifier;
+  if (specifier.startsWith('file:')) return fileURLToPath(specifier);
+  if (specifier === '.' || specifier === '..' || specifier.startsWith('./') || specifier.startsWith('../')) return resolve(baseDir, specifier);
+  try {
+    return fileURLToPath(resolveEsm(specifier, pathToFileURL(join(baseDir, 'harness.config.js')).href));
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new HarnessError('PLUGIN_NOT_FOUND', `Plugin module "${specifier}" cannot be found from ${baseDir}: ${reason}. Install the package there (npm install <package>), or name the module by a path ("./plugins/x.ts").`, {
+      cause: error,
+      details: { specifier, baseDir },
+    });
   }
 }

@@ -7,14 +7,13 @@
  * new in one synchronous step and then disposes the old generation; if anything before the swap
  * fails, the old generation keeps serving and `plugin/reload-failed` is emitted.
  */
-import { isAbsolute, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { z } from 'zod';
 import type { EmitHook } from './bus.ts';
 import type { Kernel, PluginContext } from './context.ts';
 import { HarnessError, toFailure, type Failure } from './errors.ts';
 import { Fiber, Scope } from './fiber.ts';
-import { importGeneration } from './module-loader.ts';
+import { importGeneration, resolveModule } from './module-loader.ts';
 
 const PLUGIN = Symbol.for('harness.plugin');
 
@@ -57,7 +56,7 @@ export function isPluginDefinition(value: unknown): value is PluginDefinition {
 
 /** How a config names a plugin: a module path (hot-reloadable) or a definition object. */
 export interface PluginSpec {
-  /** Path of a module whose default export is a plugin; relative paths resolve from the config file. */
+  /** A module whose default export is a plugin: a path (relative ones resolve from the config file's folder) or a package specifier resolved from there. */
   module?: string;
   plugin?: PluginDefinition<any>;
   /** Raw config, validated by the plugin's schema. */
@@ -278,7 +277,7 @@ export class PluginHost {
   }
 
   private resolvePath(path: string): string {
-    return isAbsolute(path) ? path : resolve(this.baseDir, path);
+    return resolveModule(path, this.baseDir);
   }
 
   private require(name: string): Loaded {
