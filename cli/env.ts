@@ -30,22 +30,28 @@ export function cliVersion(): string {
   }
 }
 
+/** The names a project's config file may have, in the order they are looked for. */
+export const CONFIG_FILE_NAMES = ['harness.config.ts', 'harness.config.mts', 'harness.config.js', 'harness.config.mjs'] as const;
+
 /**
- * The config file a command loads, and why that one: `--config <path>`, else `$HARNESS_CONFIG`,
- * else `./harness.config.ts` when the working directory has one, else the project's own
- * `harness.config.ts` (every plugin of the product, `scripted` as the default model).
+ * The config a command loads, and why that one: `--config <path>`, else `$HARNESS_CONFIG`, else a
+ * `harness.config.{ts,mts,js,mjs}` in the working directory, else none (`path` undefined): the
+ * built-in stack (stack/index.ts `defaultConfig()`: every shipped plugin, the scripted model as the
+ * default).
  */
-export function configSource(option: string | undefined, cwd = process.cwd()): { path: string; from: string } {
+export function configSource(option: string | undefined, cwd = process.cwd()): { path?: string; from: string } {
   if (option) return { path: resolve(cwd, option), from: 'from --config' };
   if (process.env.HARNESS_CONFIG) return { path: resolve(cwd, process.env.HARNESS_CONFIG), from: 'from $HARNESS_CONFIG' };
-  const local = resolve(cwd, 'harness.config.ts');
-  if (existsSync(local)) return { path: local, from: 'the working directory\'s harness.config.ts' };
-  return { path: resolve(projectRoot, 'harness.config.ts'), from: 'the project\'s default config' };
+  for (const name of CONFIG_FILE_NAMES) {
+    const local = resolve(cwd, name);
+    if (existsSync(local)) return { path: local, from: `the working directory's ${name}` };
+  }
+  return { from: 'the built-in stack: no harness.config.ts in the working directory' };
 }
 
-/** The config file a command loads (see {@link configSource}). */
-export function resolveConfigPath(option: string | undefined, cwd = process.cwd()): string {
-  return configSource(option, cwd).path;
+/** How to name the config in a message: its path, or "the built-in stack". */
+export function configName(source: { path?: string }): string {
+  return source.path ?? 'the built-in stack';
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
- * The `harness` command (DESIGN "Layout": cli/). `bin/harness.js` registers tsx and calls
- * {@link runCli}. Every command resolves the config (`--config`, else `$HARNESS_CONFIG`, else
- * `./harness.config.ts` in the working directory, else the project's own) and the data directory
+ * The `harness` command (DESIGN "Layout": cli/). `bin/harness.js` runs `cli/bin.ts` (built:
+ * dist/cli/bin.js), which calls {@link runCli}. Every command resolves the config (`--config`, else
+ * `$HARNESS_CONFIG`, else `./harness.config.ts` in the working directory, else the built-in stack) and the data directory
  * (`--data-dir`, else the config's `dataDir`, else `$HARNESS_HOME`, else `~/.harness`).
  *
  * Exit codes ({@link EXIT_CODES}): 0 done, 1 error, 2 usage (a command line the parser refuses, an
@@ -43,7 +43,7 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
   const program = new Command('harness')
     .description('Harness — an event-sourced agent runtime. Every session is an append-only journal you can replay, resume, fork and re-run offline.')
     .version(cliVersion(), '-V, --version')
-    .option('--config <path>', 'harness config file (default: $HARNESS_CONFIG if set, else ./harness.config.ts if present, else the project\'s harness.config.ts)')
+    .option('--config <path>', 'harness config file (default: $HARNESS_CONFIG if set, else ./harness.config.ts (.mts, .js, .mjs) if present, else the built-in stack)')
     .option('--data-dir <dir>', 'where journals live, in <dir>/sessions (default: the config\'s dataDir, else $HARNESS_HOME, else ~/.harness)')
     .option('--debug', 'print stacks of unexpected errors and info diagnostics')
     .option('--no-color', 'no colours (also: NO_COLOR=1)')
@@ -165,6 +165,15 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     .action(async (options) => {
       const { serveCommand } = await import('./commands/serve.ts');
       exit(await serveCommand(options, globals(), io));
+    });
+
+  program
+    .command('init')
+    .argument('[dir]', 'the project folder (default: the current one; created when missing)')
+    .description('scaffold a project on harness-runtime: package.json, harness.config.ts, an example plugin and its offline test')
+    .action(async (dir: string | undefined) => {
+      const { initCommand } = await import('./commands/init.ts');
+      exit(await initCommand(dir, io));
     });
 
   const importCommand = program.command('import').description('import sessions from other tools');

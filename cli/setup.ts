@@ -15,9 +15,10 @@ import {
   type Harness,
 } from '../runtime/index.ts';
 import { isSessionId, resolveSessionPath, sessionsDir } from '../runtime/internal.ts';
+import { defaultConfig } from '../stack/index.ts';
 import type { Ask } from './approval.ts';
 import { journalOfPrefix } from './find-session.ts';
-import { configSource, selfCommand, shellQuote, type Io } from './env.ts';
+import { configName, configSource, selfCommand, shellQuote, type Io } from './env.ts';
 import { oneLine, printable } from './format.ts';
 
 /** Options every command takes. */
@@ -32,7 +33,9 @@ export let openedDataDir: string | undefined;
 
 /** Builds the harness a command works with; diagnostics go to stderr (info only with --debug). */
 export async function openHarness(globals: GlobalOptions, io: Io): Promise<Harness> {
-  const harness = await withDataDir(await createHarness({ configPath: configSource(globals.config).path, ...(globals.dataDir ? { dataDir: globals.dataDir } : {}) }), globals);
+  const source = configSource(globals.config);
+  const config = source.path === undefined ? { config: defaultConfig(), baseDir: process.cwd() } : { configPath: source.path };
+  const harness = await withDataDir(await createHarness({ ...config, ...(globals.dataDir ? { dataDir: globals.dataDir } : {}) }), globals);
   harness.kernel.bus.add(
     'kernel/diagnostic',
     (diagnostic: { level: string; code: string; message: string }) => {
@@ -188,21 +191,26 @@ export interface TurnOptions {
  * @throws HarnessError `NO_ADAPTER`, `UNKNOWN_MODEL`, `UNSUPPORTED_REASONING_EFFORT`, `NO_MODELS`, `AUTH`.
  */
 export async function resolveCall(harness: Harness, options: TurnOptions, session?: AgentSession): Promise<{ provider?: string; model?: string }> {
-  const defaults = harness.config.defaults ?? { provider: 'scripted', model: 'scripted-default' };
+  const defaults = harness.config.defaults;
   const last = session?.state.header?.config;
   let provider = options.provider;
   let model = options.model;
+  if (provider === undefined && last === undefined && defaults === undefined) {
+    const where = harness.configPath ?? 'the config';
+    throw new HarnessError('NO_DEFAULT_MODEL', `No model to call: ${where} has no defaults and no --provider was given. Add defaults: { provider, model } to ${where}, or pass --provider <id> (and --model <id>).`, { details: { ...(harness.configPath ? { path: harness.configPath } : {}) } });
+  }
   if (provider !== undefined && model === undefined) {
     if (provider === last?.provider) model = last.model;
-    else if (provider === defaults.provider) model = defaults.model;
+    else if (provider === defaults?.provider) model = defaults.model;
     else {
       const models = await harness.llm.listModels(provider);
       if (models.length === 0) throw new HarnessError('NO_MODELS', `Provider "${provider}" lists no models; name one with --model.`);
       model = models[0]!.id;
     }
   }
-  const effective = { provider: provider ?? last?.provider ?? defaults.provider, model: model ?? (provider === undefined ? last?.model : undefined) ?? defaults.model };
-  const reasoningEffort = options.reasoningEffort ?? defaults.reasoningEffort;
+  // Past the check above, a provider comes from the options, the session or the defaults; a model with it.
+  const effective = { provider: (provider ?? last?.provider ?? defaults?.provider)!, model: (model ?? (provider === undefined ? last?.model : undefined) ?? defaults?.model)! };
+  const reasoningEffort = options.reasoningEffort ?? defaults?.reasoningEffort;
   try {
     await harness.llm.prepareCall({ ...effective, ...(reasoningEffort ? { reasoningEffort } : {}) });
   } catch (error) {
@@ -211,8 +219,7 @@ export async function resolveCall(harness: Harness, options: TurnOptions, sessio
       const given = field === 'provider' ? options.provider : field === 'model' ? options.model : options.reasoningEffort;
       if (given !== undefined) return undefined;
       if (field !== 'reasoningEffort' && last?.[field] === effective[field]) return `${field} "${effective[field]}" is the session's last call's`;
-      const where = harness.configPath ?? 'the built-in defaults';
-      return harness.config.defaults === undefined ? `${field} comes from the built-in default` : `${field} comes from defaults.${field} in ${where}`;
+      return `${field} comes from defaults.${field} in ${harness.configPath ?? 'the built-in stack'}`;
     };
     const field = !HarnessError.is(error) ? undefined : error.code === 'UNKNOWN_MODEL' ? 'model' : error.code === 'NO_ADAPTER' ? 'provider' : error.code === 'UNSUPPORTED_REASONING_EFFORT' ? 'reasoningEffort' : undefined;
     const origin = field === undefined ? undefined : from(field);
@@ -236,7 +243,7 @@ export function makeApprover(harness: Harness, policy: string | undefined, ask: 
   const approvals = harness.ctx.approvals;
   if (approvals === undefined) {
     if (policy === undefined) return undefined;
-    throw new HarnessError('NO_APPROVALS_PLUGIN', `--approve ${policy} needs the approvals plugin, which the config does not load; add { module: './plugins/approvals/index.ts' } to its plugins.`);
+    throw new HarnessError('NO_APPROVALS_PLUGIN', `--approve ${policy} needs the approvals plugin, which the config does not load; add { module: 'harness-runtime/plugins/approvals' } to its plugins (defaultPlugins() from 'harness-runtime/stack' includes it).`);
   }
   return approvals.create(policy ?? approvals.defaultPolicy, ask ? { ask } : {});
 }
@@ -275,13 +282,13 @@ export function hintFor(error: HarnessError, context: { globals: GlobalOptions; 
     case 'JOURNAL_EXISTS':
       return 'give the new session another id with --id <id>.';
     case 'DUPLICATE_PLUGIN':
-      return `the plugin is listed twice in the config ${config.path}; remove one of its entries.`;
+      return `the plugin is listed twice in the config ${configName(config)}; remove one of its entries.`;
     case 'INVALID_CONFIG':
     case 'CONFIG_NOT_FOUND':
     case 'PLUGIN_IMPORT_FAILED':
     case 'PLUGIN_SETUP_FAILED':
     case 'INVALID_PLUGIN':
-      return `the config is ${config.path} (${config.from}); --config <path> or $HARNESS_CONFIG picks another.`;
+      return `the config is ${configName(config)} (${config.from}); --config <path> or $HARNESS_CONFIG picks another.`;
     case 'DATA_DIR_INVALID':
       return 'point --data-dir, $HARNESS_HOME or the config\'s dataDir at a directory (it is created when missing).';
     case 'JOURNAL_NOT_FOUND':
@@ -298,7 +305,8 @@ export function hintFor(error: HarnessError, context: { globals: GlobalOptions; 
  * A message about the config names the config actually used, not "harness.config.ts" or "the
  * harness config" (INVALID_CONFIG, and UNKNOWN_MODEL's "add it … in harness.config.ts").
  */
-export function withConfigPath(error: HarnessError, configPath: string): string {
+export function withConfigPath(error: HarnessError, configPath: string | undefined): string {
+  if (configPath === undefined) return error.message;
   if (error.code !== 'INVALID_CONFIG' && error.code !== 'UNKNOWN_MODEL') return error.message;
   return error.message.replace(/\bthe harness config\b|(?<![\w/.-])harness\.config\.ts\b/g, configPath);
 }
@@ -308,7 +316,7 @@ export function withConfigPath(error: HarnessError, configPath: string): string 
  * plugin that failed to load, with the line's text: the error Node reports for a module's syntax
  * error has no location, so the file is parsed again with esbuild (tsx's own compiler) to find it.
  */
-export async function errorLocation(error: HarnessError, configPath: string): Promise<{ at: string; lineText?: string; column?: number } | undefined> {
+export async function errorLocation(error: HarnessError, configPath: string | undefined): Promise<{ at: string; lineText?: string; column?: number } | undefined> {
   if (error.code !== 'INVALID_CONFIG' && error.code !== 'PLUGIN_IMPORT_FAILED') return undefined;
   const file = error.code === 'INVALID_CONFIG' ? configPath : (typeof error.failure.path === 'string' ? error.failure.path : undefined);
   if (file === undefined || !existsSync(file)) return undefined;

@@ -11,6 +11,7 @@
  * never modified. Exit 0 only when everything matches.
  */
 import { formatCassetteReport, runCassette } from '../../plugins/llm-replay/rerun.ts';
+import { defaultConfig } from '../../stack/index.ts';
 import { configSource, type Io } from '../env.ts';
 import { printable } from '../format.ts';
 import { openHarnessForReading, sessionPath, type GlobalOptions } from '../setup.ts';
@@ -33,7 +34,8 @@ export async function cassetteCommand(session: string, options: CassetteOptions,
     await reading.dispose();
   }
   const report = await runCassette(path, {
-    config: configSource(globals.config).path,
+    // No config file in the folder: the built-in stack, as every other command.
+    config: configSource(globals.config).path ?? defaultConfig(),
     ...(options.runTools !== undefined ? { runTools: options.runTools } : {}),
     ...(options.inject?.length ? { inject: options.inject } : {}),
     ...(options.approve !== undefined ? { approve: options.approve } : {}),

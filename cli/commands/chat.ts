@@ -134,7 +134,7 @@ class Repl {
     const { c } = this.io;
     const header = this.session?.state.header?.config;
     const defaults = this.harness.config.defaults;
-    const model = this.options.call.provider ? `${this.options.call.provider}/${this.options.call.model}` : header ? `${header.provider}/${header.model}` : `${defaults?.provider ?? 'scripted'}/${defaults?.model ?? 'scripted-default'}`;
+    const model = this.options.call.provider ? `${this.options.call.provider}/${this.options.call.model}` : header ? `${header.provider}/${header.model}` : defaults ? `${defaults.provider}/${defaults.model}` : 'no default model';
     const which = this.session ? `session ${this.session.id}` : 'new session (its journal starts with the first prompt)';
     this.io.out.write(`${c.bold('harness chat')} ${c.dim(`· ${which} · ${model} · approvals ${this.options.approve ?? this.harness.ctx.approvals?.defaultPolicy ?? 'deny-all (no approvals plugin)'}`)}\n${c.dim('Ctrl-C cancels a turn · Ctrl-C twice or Ctrl-D quits · /help')}\n${this.options.recap ?? ''}`);
     return new Promise<number>((resolveExit) => {
@@ -388,7 +388,8 @@ async function startWatcher(harness: Harness, notify: (line: string) => void, io
   const { c } = io;
   const folders = new Map<string, string[]>();
   for (const info of harness.host.list()) {
-    if (info.module === undefined) continue;
+    // Packages (the shipped plugins of an installed harness-runtime, other npm plugins) are not edited in place.
+    if (info.module === undefined || info.module.includes(`${sep}node_modules${sep}`)) continue;
     const folder = dirname(info.module);
     folders.set(folder, [...(folders.get(folder) ?? []), info.name]);
   }

@@ -1,0 +1,93 @@
+/**
+ * A user's project as the CLI sees it: plugins named by package specifier resolve from the
+ * config's folder (Node's ESM rules, `import`-only exports included), the built-in stack when the
+ * folder has no config, and a coded error when no model is named anywhere.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createHarness, HarnessError } from '../../runtime/index.ts';
+import { harness, journalOf, pluginModule, readEvents, tempDir } from './support.ts';
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+function folder(prefix: string): string {
+  const { dir, cleanup } = tempDir(prefix);
+  cleanups.push(cleanup);
+  return dir;
+}
+
+/** A package `name` in `<dir>/node_modules` whose only export condition is `import`, default-exporting a plugin. */
+function installPlugin(dir: string, name: string, pluginName: string): void {
+  const root = join(dir, 'node_modules', name);
+  mkdirSync(join(root, 'lib'), { recursive: true });
+  writeFileSync(join(root, 'package.json'), JSON.stringify({ name, type: 'module', exports: { '.': { import: './lib/index.js' } } }));
+  writeFileSync(join(root, 'lib/index.js'), `const plugin = { name: ${JSON.stringify(pluginName)}, setup(ctx) { ctx.report({ level: 'info', code: 'LOADED', message: ${JSON.stringify(pluginName)} }); } };\nObject.defineProperty(plugin, Symbol.for('harness.plugin'), { value: true });\nexport default plugin;\n`);
+}
+
+describe('plugin modules named by package specifier', () => {
+  it('resolve from the config folder (exports with only an import condition), and next to relative paths', async () => {
+    const dir = folder('specifier');
+    installPlugin(dir, 'harness-plugin-hello', 'hello');
+    mkdirSync(join(dir, 'plugins'));
+    // The project's own plugin imports the package too: both resolve to the one installed module.
+    writeFileSync(join(dir, 'plugins/mine.mjs'), `import hello from 'harness-plugin-hello';\nconst plugin = { name: 'mine', setup() {} };\nObject.defineProperty(plugin, Symbol.for('harness.plugin'), { value: true });\nexport default plugin;\nexport const same = hello;\n`);
+    const built = await createHarness({ baseDir: dir, dataDir: join(dir, 'data'), config: { plugins: [{ module: 'harness-plugin-hello' }, { module: './plugins/mine.mjs' }] } });
+    try {
+      expect(built.host.list()).toEqual([
+        { name: 'hello', generation: 1, module: join(dir, 'node_modules/harness-plugin-hello/lib/index.js') },
+        { name: 'mine', generation: 1, module: join(dir, 'plugins/mine.mjs') },
+      ]);
+    } finally {
+      await built.dispose();
+    }
+  });
+
+  it('a package that is not installed is PLUGIN_NOT_FOUND, naming the specifier, the folder and the fix', async () => {
+    const dir = folder('specifier-missing');
+    const error = await createHarness({ baseDir: dir, dataDir: join(dir, 'data'), config: { plugins: [{ module: 'harness-plugin-nowhere' }] } }).catch((e: unknown) => e);
+    expect(HarnessError.is(error) && error.code).toBe('PLUGIN_NOT_FOUND');
+    expect((error as Error).message).toContain('"harness-plugin-nowhere" cannot be found from ' + dir);
+    expect((error as Error).message).toContain('npm install');
+  });
+});
+
+describe('the harness command in a project folder', () => {
+  it('without a config in the folder runs the built-in stack (the scripted default model)', async () => {
+    const dir = folder('no-config');
+    const home = join(dir, 'home');
+    const result = await harness(['run', 'What is in this workspace?', '--approve', 'allow-all'], { home, cwd: dir });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    const events = readEvents(journalOf(result.stdout));
+    expect(events.find((e) => e.type === 'request/header')?.data.header.config).toMatchObject({ provider: 'scripted', model: 'scripted-default' });
+  });
+
+  it('a config without defaults and a command without --provider is NO_DEFAULT_MODEL, and writes no journal', async () => {
+    const dir = folder('no-defaults');
+    writeFileSync(join(dir, 'harness.config.mjs'), `export default { plugins: [{ module: ${JSON.stringify(pluginModule('llm-scripted'))} }] };\n`);
+    const result = await harness(['run', 'hi'], { home: join(dir, 'home'), cwd: dir });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`error NO_DEFAULT_MODEL: No model to call: ${join(dir, 'harness.config.mjs')} has no defaults and no --provider was given.`);
+    expect(result.stdout).not.toContain('journal');
+    const named = await harness(['run', 'hi', '-p', 'scripted', '-m', 'scripted-default'], { home: join(dir, 'home'), cwd: dir });
+    expect(named.code).toBe(0);
+  });
+});
+
+describe('harness init', () => {
+  it('scaffolds package.json (the dependency), a config on the built-in stack, a plugin and its test; refuses to overwrite', async () => {
+    const dir = join(folder('init'), 'my-agent');
+    const made = await harness(['init', dir], { home: join(dir, '..', 'home') });
+    expect(made.code).toBe(0);
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    expect(pkg).toMatchObject({ name: 'my-agent', type: 'module', dependencies: { 'harness-runtime': '^0.2.0' } });
+    expect(readFileSync(join(dir, 'harness.config.ts'), 'utf8')).toContain("import { defaultPlugins, DEFAULT_DEFAULTS } from 'harness-runtime/stack'".replace('defaultPlugins, DEFAULT_DEFAULTS', 'DEFAULT_DEFAULTS, defaultPlugins'));
+    expect(readFileSync(join(dir, 'test/word-count.test.ts'), 'utf8')).toContain("from 'harness-runtime/testing'");
+    const again = await harness(['init', dir], { home: join(dir, '..', 'home') });
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('error INIT_TARGET_EXISTS');
+  });
+});
