@@ -16,7 +16,9 @@ const baseDir = fileURLToPath(new URL('.', import.meta.url));
 const dataDir = mkdtempSync(join(tmpdir(), 'harness-cookbook-cassette-'));
 let cassette: string;
 // In your project the cassette is a committed journal; here it is recorded once for the test.
-beforeAll(async () => void (cassette = await record(stack(['Answer in English.']), dataDir)));
+beforeAll(async () => {
+  cassette = await record(stack(['Answer in English.']), dataDir);
+});
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
 describe('house-rules against a recorded session', { timeout: 60_000 }, () => {
@@ -26,8 +28,6 @@ describe('house-rules against a recorded session', { timeout: 60_000 }, () => {
   });
 
   it('a changed rule is caught, with the path and both values', async () => {
-    await expect(expectCassette(cassette, { config: stack(['Answer in French.']), baseDir })).rejects.toThrow(
-      /call 1 \(turn 1 step 1\): system: ".*Answer in English\." ≠ ".*Answer in French\."/,
-    );
+    await expect(expectCassette(cassette, { config: stack(['Answer in French.']), baseDir })).rejects.toThrow(/call 1 \(turn 1 step 1\): system: ".*Answer in English\." ≠ ".*Answer in French\."/);
   });
 });

@@ -26,7 +26,10 @@ const SPEC = /^(\d+):(?:(disconnect|stall)(?:@(\d+))?|status=(\d{3})(?:,retry-af
 export function parseFault(spec: string): Fault {
   const match = SPEC.exec(spec.trim());
   if (match === null) {
-    throw new HarnessError('INVALID_ARGUMENTS', `--inject ${JSON.stringify(spec)} is not a fault. Use <call>:disconnect[@N], <call>:status=<code>[,retry-after=<seconds>] or <call>:stall[@N], with <call> the 1-based recorded call (e.g. 2:disconnect@3, 1:status=429,retry-after=1).`);
+    throw new HarnessError(
+      'INVALID_ARGUMENTS',
+      `--inject ${JSON.stringify(spec)} is not a fault. Use <call>:disconnect[@N], <call>:status=<code>[,retry-after=<seconds>] or <call>:stall[@N], with <call> the 1-based recorded call (e.g. 2:disconnect@3, 1:status=429,retry-after=1).`,
+    );
   }
   const call = Number(match[1]);
   if (call < 1) throw new HarnessError('INVALID_ARGUMENTS', `--inject ${JSON.stringify(spec)}: calls are numbered from 1.`);

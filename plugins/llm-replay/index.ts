@@ -121,7 +121,9 @@ export class Cassette {
     const left = this.unconsumed();
     if (left.length === 0 && this.mismatches.length === 0) return;
     const lines = left.map((call) => `  - ${describeCall(call)}`);
-    const mismatches = this.mismatches.length ? `\n${this.mismatches.length} request(s) did not match the recording:\n${this.mismatches.map((m) => `  - ${m.split('\n').join('\n    ')}`).join('\n')}` : '';
+    const mismatches = this.mismatches.length
+      ? `\n${this.mismatches.length} request(s) did not match the recording:\n${this.mismatches.map((m) => `  - ${m.split('\n').join('\n    ')}`).join('\n')}`
+      : '';
     throw new HarnessError('CASSETTE_UNCONSUMED', `${left.length} of ${this.calls.length} recorded model call(s) were never requested:\n${lines.join('\n')}${mismatches}`, {
       details: { unconsumed: left.map((call) => ({ index: call.index, turn: call.turn, step: call.step, attempt: call.attempt })), mismatchCount: this.mismatches.length },
     });
@@ -230,7 +232,9 @@ export class Cassette {
       if (!same) {
         const missing = recordedNames.filter((name) => !requestedNames.some((r) => matchesRecorded(name, r)));
         const extra = requestedNames.filter((r) => !recordedNames.some((name) => matchesRecorded(name, r)));
-        const detail = [missing.length ? `missing ${missing.join(', ')}` : '', extra.length ? `extra ${extra.join(', ')}` : '', !missing.length && !extra.length ? 'different order' : ''].filter(Boolean).join('; ');
+        const detail = [missing.length ? `missing ${missing.join(', ')}` : '', extra.length ? `extra ${extra.join(', ')}` : '', !missing.length && !extra.length ? 'different order' : '']
+          .filter(Boolean)
+          .join('; ');
         out.push(`tools:    recorded [${recordedNames.join(', ')}], requested [${requestedNames.join(', ')}] (${detail})`);
       }
     }

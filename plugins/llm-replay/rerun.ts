@@ -261,7 +261,10 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
     },
   });
   const legacy = calls.filter((call) => call.request === undefined).length;
-  if (legacy > 0) notes.push(`${legacy === calls.length ? 'this journal predates' : `${legacy} of ${calls.length} calls predate`} request snapshots: ${legacy === calls.length ? 'its requests are' : 'those are'} compared on the request header (config, system, tools) and the message count only`);
+  if (legacy > 0)
+    notes.push(
+      `${legacy === calls.length ? 'this journal predates' : `${legacy} of ${calls.length} calls predate`} request snapshots: ${legacy === calls.length ? 'its requests are' : 'those are'} compared on the request header (config, system, tools) and the message count only`,
+    );
 
   // ── Tools: recorded results, or re-run in a scratch copy ──
   const recordedResults = new Map<string, SessionEvent<'tool/result'>['data']>();
@@ -279,7 +282,14 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
     cwd = join(input.temp, 'workspace');
     cpSync(options.runTools, cwd, { recursive: true });
     notes.push(`tools re-run in a scratch copy of ${options.runTools}`);
-    harness.kernel.bus.add('tools/execute', async (payload: unknown, next: (p: unknown) => Promise<unknown>) => (toolsRerun++, next(payload)), { stage: Number.MAX_SAFE_INTEGER, owner: 'cassette' });
+    harness.kernel.bus.add(
+      'tools/execute',
+      async (payload: unknown, next: (p: unknown) => Promise<unknown>) => {
+        toolsRerun++;
+        return next(payload);
+      },
+      { stage: Number.MAX_SAFE_INTEGER, owner: 'cassette' },
+    );
   } else {
     cwd = header.cwd !== undefined && existsSync(header.cwd) && statSync(header.cwd).isDirectory() ? header.cwd : join(input.temp, 'workspace');
     mkdirSync(cwd, { recursive: true });
@@ -312,7 +322,8 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
   const approvals = (harness.ctx as unknown as { approvals?: ApprovalPolicies }).approvals;
   const ask = (request: ApprovalRequest) => {
     const recorded = recordedDecisions.get(key(request.turn, request.callId));
-    if (recorded === undefined || recorded.decidedBy !== 'user') return { allow: false, reason: recorded === undefined ? 'the recording has no answer to this question' : `the recording has no person's answer (${recorded.decidedBy} decided)` };
+    if (recorded === undefined || recorded.decidedBy !== 'user')
+      return { allow: false, reason: recorded === undefined ? 'the recording has no answer to this question' : `the recording has no person's answer (${recorded.decidedBy} decided)` };
     return recorded.decision === 'allow' ? { allow: true } : { allow: false, reason: recorded.reason ?? 'the user said no' };
   };
   const policy = approvals?.create(options.approve ?? approvals.defaultPolicy, { ask });
@@ -327,7 +338,9 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
     } else if (recorded !== undefined) answer = { decision: recorded.decision, decidedBy: recorded.decidedBy, ...(recorded.reason ? { reason: recorded.reason } : {}) };
     else answer = { decision: recordedResults.get(key(request.turn, request.callId))?.code === 'DENIED' ? 'deny' : 'allow', decidedBy: 'cassette' };
     if (recorded !== undefined && recorded.decision !== answer.decision) {
-      divergences.push(`turn ${request.turn} step ${request.step}: approval of ${request.name} (${request.callId}): recorded ${recorded.decision} (${recorded.decidedBy}), now ${answer.decision} (${answer.decidedBy ?? 'approver'}${answer.reason ? `: ${answer.reason}` : ''})`);
+      divergences.push(
+        `turn ${request.turn} step ${request.step}: approval of ${request.name} (${request.callId}): recorded ${recorded.decision} (${recorded.decidedBy}), now ${answer.decision} (${answer.decidedBy ?? 'approver'}${answer.reason ? `: ${answer.reason}` : ''})`,
+      );
     }
     return answer as ApprovalAnswer;
   };
@@ -347,12 +360,22 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
       abortRun = () => controller.abort(new LlmError('ABORTED', 'The recording was cut here.'));
       let reason: string | undefined;
       const config = turnPlan.config;
-      for await (const event of session.run(turnPlan.input, { approve, signal: controller.signal, ...(config ? { provider: config.provider, model: config.model, ...(config.reasoningEffort ? { reasoningEffort: config.reasoningEffort } : {}) } : {}) })) {
+      for await (const event of session.run(turnPlan.input, {
+        approve,
+        signal: controller.signal,
+        ...(config ? { provider: config.provider, model: config.model, ...(config.reasoningEffort ? { reasoningEffort: config.reasoningEffort } : {}) } : {}),
+      })) {
         produced.push(event);
         if (event.type === 'turn/end') reason = event.data.reason;
       }
       const same = sameEnd(turnPlan.reason, reason);
-      turns.push({ turn: turnPlan.turn, ...(reason ? { reason } : {}), ...(turnPlan.reason ? { recorded: turnPlan.reason } : {}), same, calls: calls.filter((call) => call.turn === turnPlan.turn).length });
+      turns.push({
+        turn: turnPlan.turn,
+        ...(reason ? { reason } : {}),
+        ...(turnPlan.reason ? { recorded: turnPlan.reason } : {}),
+        same,
+        calls: calls.filter((call) => call.turn === turnPlan.turn).length,
+      });
       if (!same) divergences.push(`turn ${turnPlan.turn} ended ${reason ?? '(no turn/end)'}; the recording says ${turnPlan.reason ?? '(no turn/end)'}`);
     }
   } finally {
@@ -362,8 +385,13 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
 
   const left = calls.slice(cursor);
   if (left.length > 0) divergences.push(`${left.length} recorded model call(s) never requested: ${left.map(where).join(', ')}`);
-  if (summaryCursor < summaries.length) divergences.push(`${summaries.length - summaryCursor} recorded compaction summar${summaries.length - summaryCursor === 1 ? 'y was' : 'ies were'} never requested`);
-  for (const fault of faults) if (!fired.has(fault)) divergences.push(`fault on call ${fault.call} (${describeFault(fault)}) was never injected: ${fault.call > calls.length ? `the recording has ${calls.length} calls` : 'the call was not requested'}`);
+  if (summaryCursor < summaries.length)
+    divergences.push(`${summaries.length - summaryCursor} recorded compaction summar${summaries.length - summaryCursor === 1 ? 'y was' : 'ies were'} never requested`);
+  for (const fault of faults)
+    if (!fired.has(fault))
+      divergences.push(
+        `fault on call ${fault.call} (${describeFault(fault)}) was never injected: ${fault.call > calls.length ? `the recording has ${calls.length} calls` : 'the call was not requested'}`,
+      );
   divergences.push(...compareMessages(events, produced), ...compareToolResults(events, produced));
 
   let fork: CassetteReport['fork'];
@@ -566,7 +594,8 @@ function compareMessages(recorded: readonly AnySessionEvent[], produced: readonl
 }
 
 function compareToolResults(recorded: readonly AnySessionEvent[], produced: readonly AnySessionEvent[]): string[] {
-  const results = (events: readonly AnySessionEvent[]) => new Map(events.filter((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result').map((e) => [`${e.data.turn}\u0000${e.data.callId}`, e]));
+  const results = (events: readonly AnySessionEvent[]) =>
+    new Map(events.filter((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result').map((e) => [`${e.data.turn}\u0000${e.data.callId}`, e]));
   const a = results(recorded);
   const b = results(produced);
   const out: string[] = [];
@@ -587,13 +616,21 @@ function compareToolResults(recorded: readonly AnySessionEvent[], produced: read
  * The report as text (the CLI prints it; `expectCassette` throws it). `c` colours it; `show` makes
  * recorded text safe to print (a terminal's control characters escaped).
  */
-export function formatCassetteReport(report: CassetteReport, c: { green(s: string): string; red(s: string): string; dim(s: string): string; bold(s: string): string } = PLAIN, show: (text: string) => string = (text) => text): string {
+export function formatCassetteReport(
+  report: CassetteReport,
+  c: { green(s: string): string; red(s: string): string; dim(s: string): string; bold(s: string): string } = PLAIN,
+  show: (text: string) => string = (text) => text,
+): string {
   const lines: string[] = [];
   const { calls, toolResults } = report;
   lines.push(`${c.bold('cassette')} ${show(report.recording.id)} ${c.dim(`(${show(basename(report.recording.path))}${report.recording.imported ? ', imported' : ''})`)}`);
   for (const note of report.notes) lines.push(c.dim(`  note: ${show(note)}`));
   for (const turn of report.turns) {
-    const note = !turn.same ? c.red(` (recorded: ${turn.recorded ?? 'no turn/end'})`) : turn.recorded !== turn.reason ? c.dim(` (recorded: ${turn.recorded} — stopped where the recording was cut)`) : '';
+    const note = !turn.same
+      ? c.red(` (recorded: ${turn.recorded ?? 'no turn/end'})`)
+      : turn.recorded !== turn.reason
+        ? c.dim(` (recorded: ${turn.recorded} — stopped where the recording was cut)`)
+        : '';
     lines.push(`  ${turn.same ? c.green('✓') : c.red('✗')} turn ${turn.turn} ${show(turn.reason ?? 'did not end')}${note} ${c.dim(`· ${turn.calls} model call${turn.calls === 1 ? '' : 's'}`)}`);
   }
   for (const fault of report.faults) lines.push(`  ${c.dim('injected')} ${fault.fault} on ${fault.where}`);
@@ -608,7 +645,8 @@ export function formatCassetteReport(report: CassetteReport, c: { green(s: strin
     lines.push(c.red(`diverged (${report.divergences.length})`));
     for (const divergence of report.divergences) lines.push(`  ${c.red('✗')} ${show(divergence).split('\n').join('\n    ')}`);
   }
-  if (report.fork) lines.push(`${c.bold('updated')}: the re-run was written as ${show(report.fork.id)} ${c.dim(`(${show(report.fork.path)}; a fork of ${show(report.recording.id)}, which is unchanged)`)}`);
+  if (report.fork)
+    lines.push(`${c.bold('updated')}: the re-run was written as ${show(report.fork.id)} ${c.dim(`(${show(report.fork.path)}; a fork of ${show(report.recording.id)}, which is unchanged)`)}`);
   return lines.join('\n');
 }
 

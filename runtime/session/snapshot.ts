@@ -63,7 +63,9 @@ export function canonicalRequest(options: GenerateOptions): CanonicalRequest {
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return value === undefined ? 'null' : JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : canonicalJson(item))).join(',')}]`;
-  const keys = Object.keys(value).filter((key) => (value as Record<string, unknown>)[key] !== undefined).sort();
+  const keys = Object.keys(value)
+    .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
+    .sort();
   return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`).join(',')}}`;
 }
 
@@ -123,7 +125,8 @@ export class RequestRecorder {
       const stored = journaled.get(message.id);
       if (stored === message) return message.id;
       // The seam's replay discipline sends a copy without the replay state.
-      if (stored !== undefined && stored.content === message.content && stored.role === message.role && message.source?.kind === 'model' && message.source.replayState === undefined) return { id: message.id, replayState: false };
+      if (stored !== undefined && stored.content === message.content && stored.role === message.role && message.source?.kind === 'model' && message.source.replayState === undefined)
+        return { id: message.id, replayState: false };
       return message;
     });
     this.last = { configJson, system, toolsJson, messages };

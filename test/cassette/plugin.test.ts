@@ -25,7 +25,10 @@ describe('llm-replay plugin on a journal with snapshots', () => {
   it('serves the same requests; a changed system prompt fails with its path', async () => {
     const dir = tempDir('harness-replay-plugin-');
     const tools = { module: plugin('tools-workspace') };
-    const recorder = await make({ defaults: { provider: 'scripted', model: 'scripted-default', system: 'Be careful.' }, plugins: [{ module: plugin('llm-scripted'), config: { paceMs: 0 } }, tools] }, join(dir, 'a'));
+    const recorder = await make(
+      { defaults: { provider: 'scripted', model: 'scripted-default', system: 'Be careful.' }, plugins: [{ module: plugin('llm-scripted'), config: { paceMs: 0 } }, tools] },
+      join(dir, 'a'),
+    );
     const recording = await recorder.createSession({ cwd: demo });
     await recording.runToEnd('What is in this workspace?', { approve: () => 'allow' });
     await recording.close();

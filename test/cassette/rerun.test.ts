@@ -4,7 +4,7 @@
  * the first differing path of the request with both values — under each change a plugin author can
  * make; faults injected on recorded calls are retried by llm-retry; --update writes a fork.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCassette, type CassetteReport } from '../../plugins/llm-replay/index.ts';
@@ -68,20 +68,33 @@ describe('cassette re-run with the product config', { timeout: 60_000 }, () => {
   });
 
   it('diverges on a changed system prompt, naming the path and both values', async () => {
-    const report = await rerun(variant((c) => void (c.defaults.system = 'You are a pirate.')), { approve: 'allow-all' });
+    const report = await rerun(
+      variant((c) => {
+        c.defaults.system = 'You are a pirate.';
+      }),
+      { approve: 'allow-all' },
+    );
     expect(report.same).toBe(false);
     expect(report.divergences[0]).toMatch(/^call 1 \(turn 1 step 1\): system: "You are a careful coding agent[^"]*… ≠ "You are a pirate\."$/);
     expect(report.calls.diverged).toBe(3);
   });
 
   it('diverges on a removed tool', async () => {
-    const report = await rerun(variant((c) => void (c.plugins = c.plugins.map((p) => (String(p.module).includes('tools-workspace') ? { ...p, config: { tools: ['read_file', 'write_file', 'edit_file', 'list_dir', 'exec_command'] } } : p)))), { approve: 'allow-all' });
+    const report = await rerun(
+      variant((c) => {
+        c.plugins = c.plugins.map((p) => (String(p.module).includes('tools-workspace') ? { ...p, config: { tools: ['read_file', 'write_file', 'edit_file', 'list_dir', 'exec_command'] } } : p));
+      }),
+      { approve: 'allow-all' },
+    );
     expect(report.same).toBe(false);
     expect(report.divergences[0]).toBe('call 1 (turn 1 step 1): tools[4].name: "grep" ≠ "exec_command"');
   });
 
   it('diverges on a changed tool description', async () => {
-    const report = await rerun(toolsRewrite('read_file', (tool) => ({ ...tool, description: 'Reads a file (v2).' })), { approve: 'allow-all' });
+    const report = await rerun(
+      toolsRewrite('read_file', (tool) => ({ ...tool, description: 'Reads a file (v2).' })),
+      { approve: 'allow-all' },
+    );
     expect(report.divergences[0]).toMatch(/^call 1 \(turn 1 step 1\): tools\[0\]\.description: "Read a text file from the workspace\..*… ≠ "Reads a file \(v2\)\."$/);
   });
 
@@ -107,7 +120,9 @@ describe('cassette re-run with the product config', { timeout: 60_000 }, () => {
   it('diverges when the approval policy now denies a recorded call', async () => {
     const report = await rerun(product, { approve: 'deny-all' });
     expect(report.same).toBe(false);
-    expect(report.divergences).toContainEqual(expect.stringMatching(/^turn 1 step 1: approval of list_dir \(.+\): recorded allow \(policy:allow-all\), now deny \(policy:deny-all: the deny-all policy runs no tools\)$/));
+    expect(report.divergences).toContainEqual(
+      expect.stringMatching(/^turn 1 step 1: approval of list_dir \(.+\): recorded allow \(policy:allow-all\), now deny \(policy:deny-all: the deny-all policy runs no tools\)$/),
+    );
     // What the model then sees differs too: the tool result is a denial.
     expect(report.divergences.some((d) => /^call 2 \(turn 1 step 2\): messages\[\d+\]\.content\[0\]\.content\[0\]\.text: /.test(d))).toBe(true);
   });
@@ -117,13 +132,18 @@ describe('cassette re-run with the product config', { timeout: 60_000 }, () => {
     expectSame(retried);
     expect(retried.faults).toEqual([{ call: 2, fault: 'disconnect after chunk 2', where: 'call 2 (turn 1 step 2)' }]);
     expect(retried.calls).toMatchObject({ served: 3, injected: 1, diverged: 0 });
-    const noRetry = await rerun(variant((c) => void (c.plugins = c.plugins.filter((p) => !String(p.module).includes('llm-retry')))), { approve: 'allow-all', inject: ['2:disconnect@2'] });
+    const noRetry = await rerun(
+      variant((c) => {
+        c.plugins = c.plugins.filter((p) => !String(p.module).includes('llm-retry'));
+      }),
+      { approve: 'allow-all', inject: ['2:disconnect@2'] },
+    );
     expect(noRetry.same).toBe(false);
     expect(noRetry.divergences).toContain('turn 1 ended error; the recording says completed');
     expect(noRetry.divergences).toContainEqual(expect.stringMatching(/^2 recorded model call\(s\) never requested: call 2 \(turn 1 step 2\), call 3 \(turn 1 step 3\)$/));
   });
 
-  it('an HTTP 429 with retry-after is retried after the provider\'s delay; a stall past the idle timeout is retried too', async () => {
+  it("an HTTP 429 with retry-after is retried after the provider's delay; a stall past the idle timeout is retried too", async () => {
     const report = await rerun(product, { approve: 'allow-all', inject: ['1:status=429,retry-after=0.2', '3:stall@1'] });
     expectSame(report);
     expect(report.faults.map((f) => f.fault)).toEqual(['HTTP 429 with retry-after 0.2 s', 'stall after chunk 1 past the idle timeout']);
@@ -131,7 +151,9 @@ describe('cassette re-run with the product config', { timeout: 60_000 }, () => {
 
   it('--update writes a divergent run as a fork that re-runs the same; the recording is unchanged', async () => {
     const before = readFileSync(recording);
-    const changed = variant((c) => void (c.defaults.system = 'You are a pirate.'));
+    const changed = variant((c) => {
+      c.defaults.system = 'You are a pirate.';
+    });
     const report = await rerun(changed, { approve: 'allow-all', update: { dataDir: join(dir, 'data') } });
     expect(report.same).toBe(false);
     expect(report.fork?.id).toMatch(/\.update-1$/);

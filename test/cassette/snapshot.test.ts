@@ -58,7 +58,7 @@ describe('request/snapshot', () => {
     expect(snapshots).toHaveLength(calls.length);
     expect(sent).toHaveLength(calls.length);
     // Each snapshot comes right before its call's first chunk.
-    for (const [i, call] of calls.entries()) expect(events.find((e) => e.seq === call.firstSeq - 1)?.type).toBe('request/snapshot');
+    for (const call of calls) expect(events.find((e) => e.seq === call.firstSeq - 1)?.type).toBe('request/snapshot');
     for (const [i, call] of calls.entries()) {
       const recorded = call.request!;
       expect(recorded.ok).toBe(true);
@@ -79,15 +79,34 @@ describe('request/snapshot', () => {
       for (const entry of snapshot.data.messages.add) expect(typeof entry).toBe('string');
     }
     const lines = readFileSync(session.path, 'utf8').split('\n');
-    const snapshotBytes = lines.filter((line) => line.includes('"type":"request/snapshot"')).slice(1).reduce((n, line) => n + line.length, 0);
+    const snapshotBytes = lines
+      .filter((line) => line.includes('"type":"request/snapshot"'))
+      .slice(1)
+      .reduce((n, line) => n + line.length, 0);
     expect(snapshotBytes / (snapshots.length - 1)).toBeLessThan(400);
     // Ignorable: a reader that does not know the type may skip it.
     expect(snapshots.every((s) => s.ignorable === true)).toBe(true);
   });
 
   it('names the first differing path with both values', () => {
-    const a = canonicalRequest({ provider: 'p', model: 'm', messages: [], tools: [{ name: 'x', description: 'one', inputSchema: { type: 'object' } }, { name: 'y', description: 'two', inputSchema: { type: 'object' } }] });
-    const b = canonicalRequest({ provider: 'p', model: 'm', messages: [], tools: [{ name: 'x', description: 'one', inputSchema: { type: 'object' } }, { name: 'y', description: 'TWO', inputSchema: { type: 'object' } }] });
+    const a = canonicalRequest({
+      provider: 'p',
+      model: 'm',
+      messages: [],
+      tools: [
+        { name: 'x', description: 'one', inputSchema: { type: 'object' } },
+        { name: 'y', description: 'two', inputSchema: { type: 'object' } },
+      ],
+    });
+    const b = canonicalRequest({
+      provider: 'p',
+      model: 'm',
+      messages: [],
+      tools: [
+        { name: 'x', description: 'one', inputSchema: { type: 'object' } },
+        { name: 'y', description: 'TWO', inputSchema: { type: 'object' } },
+      ],
+    });
     expect(firstDifference(a, b)).toEqual({ path: 'tools[1].description', recorded: 'two', actual: 'TWO' });
     const c = canonicalRequest({ provider: 'p', model: 'm', messages: [], tools: [a.tools[0]!] });
     expect(firstDifference(a, c)?.path).toBe('tools[1]');
