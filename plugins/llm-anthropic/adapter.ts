@@ -429,7 +429,8 @@ function buildMessages(route: AnthropicRoute, options: GenerateOptions, model: A
 
 function assistantContent(options: GenerateOptions, message: Message): Json[] {
   const source = message.source;
-  const replay = source.kind === 'model' && source.provider === options.provider ? source.replayState : undefined;
+  // Signatures are per model: the seam already drops state of another route or model; checked here too.
+  const replay = source.kind === 'model' && source.provider === options.provider && source.model === options.model ? source.replayState : undefined;
   const entries = replay?.blocks;
   const content: Json[] = [];
   const blocks = message.content;

@@ -582,6 +582,10 @@ function assistantItems(out: Json[], options: GenerateOptions, message: Message)
     flushPlain();
     if (block.type === 'reasoning') {
       if (entry?.type !== 'reasoning') continue; // no replay state: reasoning cannot be sent back
+      // A reasoning item goes only with the item it leads to (OpenAI rejects it alone, e.g. after a
+      // response cut in the middle of its function call).
+      const following = content[i + 1];
+      if (following === undefined || following.type === 'reasoning') continue;
       const item: Json = { type: 'reasoning', id: entry.id, summary: entry.source === 'summary' && block.text !== '' ? [{ type: 'summary_text', text: block.text }] : [] };
       if (entry.source === 'content' && block.text !== '') item.content = [{ type: 'reasoning_text', text: block.text }];
       if (entry.encryptedContent !== undefined) item.encrypted_content = entry.encryptedContent;

@@ -9,8 +9,12 @@ export interface ReplayDegradeReport {
   readonly provider: string;
   readonly model: string;
   readonly messageId: string;
-  /** Why the state was unusable: `other-provider`, `other-kind`, `other-version`, `misaligned`, `malformed`. */
-  readonly reason: 'other-provider' | 'other-kind' | 'other-version' | 'misaligned' | 'malformed';
+  /**
+   * Why the state was unusable: made on another route (`other-provider`) or for another model
+   * (`other-model`), of another adapter's format (`other-kind`, `other-version`), no longer aligned
+   * with the content (`misaligned`), or `malformed`.
+   */
+  readonly reason: 'other-provider' | 'other-model' | 'other-kind' | 'other-version' | 'misaligned' | 'malformed';
   /** Code `INVALID_REPLAY_STATE`. */
   readonly failure: LlmFailure;
 }

@@ -221,7 +221,7 @@ export class LlmService {
     for (let i = 0; i < messages.length; i++) {
       const message = messages[i]!;
       if (message.source.kind !== 'model' || message.source.replayState === undefined) continue;
-      const reason = this.replayProblem(message as AssistantMessage, options.provider, registration.adapter);
+      const reason = this.replayProblem(message as AssistantMessage, options.provider, options.model, registration.adapter);
       if (reason === undefined) continue;
       out ??= messages.slice();
       const { replayState: _dropped, ...source } = message.source;
@@ -233,9 +233,12 @@ export class LlmService {
     return isAgentLoopRequest(options) ? markAgentLoopRequest(copy) : copy;
   }
 
-  private replayProblem(message: AssistantMessage, provider: string, adapter: LlmAdapter): { reason: ReplayDegradeReport['reason']; detail: string } | undefined {
+  private replayProblem(message: AssistantMessage, provider: string, model: string, adapter: LlmAdapter): { reason: ReplayDegradeReport['reason']; detail: string } | undefined {
     const envelope = message.source.replayState as unknown as ReplayEnvelope | null;
     if (message.source.provider !== provider) return { reason: 'other-provider', detail: `it was made by provider "${message.source.provider}"` };
+    // Signed/encrypted state is valid only for the model that made it (a thinking signature of one
+    // model is rejected by another on the same route): seed 002 14.3 read-side discipline.
+    if (message.source.model !== model) return { reason: 'other-model', detail: `it was made by model "${message.source.model}", this request is for "${model}"` };
     // Journals are JSON: a `null` or otherwise broken envelope must degrade, not fail every request.
     if (typeof envelope !== 'object' || envelope === null) return { reason: 'malformed', detail: 'it is not an object' };
     const format = adapter.replayFormat;

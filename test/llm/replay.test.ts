@@ -77,7 +77,7 @@ describe('replay degrade', () => {
     const adapter = new ReplayAdapter();
     const { seen } = await serve(adapter);
     const messages = conversation();
-    const chunks = await collect(harness!.llm.stream({ provider: 'fake', model: 'mx', messages }));
+    const chunks = await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages }));
     expect(chunks).toEqual([{ type: 'finish', finish: { kind: 'stop' } }]);
 
     const sent = adapter.calls[0]!.messages;
@@ -110,7 +110,7 @@ describe('replay degrade', () => {
     for (const report of adapter.reports) {
       expect(report).toEqual({
         provider: 'fake',
-        model: 'mx',
+        model: 'm',
         messageId: report.messageId,
         reason: report.reason,
         failure: { code: 'INVALID_REPLAY_STATE', message: expect.stringContaining(`Replay state of message ${report.messageId} was not sent to provider "fake"`), messageId: report.messageId, reason: report.reason },
@@ -126,7 +126,7 @@ describe('replay degrade', () => {
     expect(replayDiagnostics.map((d) => d.message)).toEqual(adapter.reports.map((r) => r.failure.message));
 
     // The same messages in the next request: degraded again, reported no more.
-    await collect(harness!.llm.stream({ provider: 'fake', model: 'mx', messages }));
+    await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages }));
     expect('replayState' in adapter.calls[1]!.messages[1]!.source).toBe(false);
     expect(adapter.calls[1]!.messages[6]).toBe(messages[6]);
     expect(adapter.reports).toHaveLength(5);
