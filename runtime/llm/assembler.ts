@@ -250,7 +250,8 @@ export class BlockAssembler {
           // The deltas are the content; a block-end of the same type adds its attributes only.
           if (end === undefined) out.push({ type: slot.type, text: slot.text });
           else if (end.type !== slot.type) out.push(end);
-          else if (slot.text === '') out.push(end); // given whole at its end (no delta content): a recorded stream
+          else if (slot.text === '')
+            out.push(end); // given whole at its end (no delta content): a recorded stream
           else out.push({ ...end, text: slot.text } as ContentBlock);
           break;
         case 'tool-call':

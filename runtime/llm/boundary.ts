@@ -110,7 +110,9 @@ export class BoundaryStream implements AsyncIterableIterator<StreamChunk> {
       }
       const chunk = step.value as StreamChunk | null | undefined;
       if (typeof chunk !== 'object' || chunk === null || typeof chunk.type !== 'string' || (chunk.type === 'finish' && typeof chunk.finish?.kind !== 'string')) {
-        return this.terminal(failureChunk(new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${this.options.provider}" yielded ${describeValue(chunk)} instead of a stream chunk.`), signal));
+        return this.terminal(
+          failureChunk(new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${this.options.provider}" yielded ${describeValue(chunk)} instead of a stream chunk.`), signal),
+        );
       }
       if (signal?.aborted && !(chunk.type === 'finish' && chunk.finish?.kind === 'aborted')) return this.terminal(failureChunk(signal.reason, signal));
       const digests = this.digests;
@@ -174,7 +176,8 @@ function withDigests(chunk: Extract<StreamChunk, { type: 'finish' }>, digests: D
 function failureChunk(error: unknown, signal: AbortSignal | undefined, owner?: string, provider?: string): StreamChunk {
   let failure = signal?.aborted !== true && isProgrammingError(error) ? pluginFailure(error, owner, `the adapter for provider "${provider}"`) : failureOf(error, signal);
   // The adapter kit's PLUGIN_ERROR does not know the plugin's name: the registration does.
-  if (failure.code === 'PLUGIN_ERROR' && failure.plugin === undefined && owner !== undefined) failure = llmFailure('PLUGIN_ERROR', `Plugin "${owner}": ${failure.message}`, { ...failure, plugin: owner });
+  if (failure.code === 'PLUGIN_ERROR' && failure.plugin === undefined && owner !== undefined)
+    failure = llmFailure('PLUGIN_ERROR', `Plugin "${owner}": ${failure.message}`, { ...failure, plugin: owner });
   const kind = signal?.aborted || failure.code === 'ABORTED' ? 'aborted' : 'error';
   const normalized = kind === 'aborted' && failure.code !== 'ABORTED' ? llmFailure('ABORTED', failure.message) : failure;
   return deepFreeze({ type: 'finish', finish: { kind, failure: normalized } }) as StreamChunk;
@@ -193,4 +196,3 @@ function describeValue(value: unknown): string {
   if (typeof value !== 'object') return `a ${typeof value}`;
   return (value as { type?: unknown }).type === 'finish' ? 'a finish chunk without a finish reason' : 'an object without a string "type"';
 }
-

@@ -83,7 +83,10 @@ export function rewriteText(stream: AsyncIterable<StreamChunk>, rewrite: TextRew
       for await (const chunk of stream) {
         if ((chunk.type === 'text-delta' && text) || (chunk.type === 'reasoning-delta' && reasoning)) {
           let held = pending.get(chunk.index);
-          if (held === undefined) pending.set(chunk.index, (held = { type: chunk.type, text: '' }));
+          if (held === undefined) {
+            held = { type: chunk.type, text: '' };
+            pending.set(chunk.index, held);
+          }
           held.text += chunk.text;
           const out = take(held, false);
           if (out !== '') yield { type: chunk.type, index: chunk.index, text: out };

@@ -34,7 +34,11 @@ class SignedAdapter extends LlmAdapter {
     yield { type: 'block-start', index: 2, blockType: 'tool-call', id: 'c1', name: 'f' };
     yield { type: 'tool-call-delta', index: 2, arguments: '{}' };
     yield { type: 'block-end', index: 2 };
-    yield { type: 'finish', finish: { kind: 'tool-calls' }, replayState: { response: { kind: 'signed', version: 1, id: 'r1' }, blocks: [{ signature: 'S0', nested: { a: [1] } }, { item: 'm1' }, { item: 'f1' }] } };
+    yield {
+      type: 'finish',
+      finish: { kind: 'tool-calls' },
+      replayState: { response: { kind: 'signed', version: 1, id: 'r1' }, blocks: [{ signature: 'S0', nested: { a: [1] } }, { item: 'm1' }, { item: 'f1' }] },
+    };
   }
 }
 
@@ -91,7 +95,10 @@ describe('block rule: deltas are the content, replay entries follow the content'
         return [chunk];
       }),
     );
-    expect(result.content.slice(0, 2)).toEqual([{ type: 'reasoning', text: 'think about tok-42' }, { type: 'text', text: 'answer plain' }]);
+    expect(result.content.slice(0, 2)).toEqual([
+      { type: 'reasoning', text: 'think about tok-42' },
+      { type: 'text', text: 'answer plain' },
+    ]);
     expect(result.replayState!.blocks).toEqual([{ signature: 'S0', nested: { a: [1] } }, { item: 'm1' }, { item: 'f1' }]);
   });
 
@@ -148,9 +155,17 @@ describe('rewriteText', () => {
         for (let i = 0; i < Math.max(a.length, b.length); i++) mixed.push(...(a[i] ? [a[i]!] : []), ...(b[i] ? [b[i]!] : []));
         const out = await collect(rewriteText(of([...mixed, { type: 'block-end', index: 0 }, { type: 'finish', finish: { kind: 'stop' } }]), rewrite));
         const expected = text.replace(pattern, '[x]');
-        const textOut = out.filter((c) => c.type === 'text-delta').map((c) => (c as { text: string }).text).join('');
+        const textOut = out
+          .filter((c) => c.type === 'text-delta')
+          .map((c) => (c as { text: string }).text)
+          .join('');
         expect(textOut).toBe(expected);
-        expect(out.filter((c) => c.type === 'reasoning-delta').map((c) => (c as { text: string }).text).join('')).toBe(expected);
+        expect(
+          out
+            .filter((c) => c.type === 'reasoning-delta')
+            .map((c) => (c as { text: string }).text)
+            .join(''),
+        ).toBe(expected);
         // Held text of block 0 precedes its block-end; the finish is last.
         expect(out.findIndex((c) => c.type === 'block-end')).toBeGreaterThan(out.map((c) => c.type === 'text-delta').lastIndexOf(true));
         expect(out.at(-1)!.type).toBe('finish');

@@ -27,7 +27,11 @@ class BuggyParserAdapter extends LlmAdapter {
       provider: options.provider,
       signal: options.signal,
       idleMs: 5000,
-      open: async () => (async function* () { yield { n: 1 }; yield { n: 2 }; })(),
+      open: async () =>
+        (async function* () {
+          yield { n: 1 };
+          yield { n: 2 };
+        })(),
       parser: {
         out,
         push(event) {
@@ -99,9 +103,15 @@ describe('PLUGIN_ERROR', () => {
     const { mapSdkFailure } = await import('../../runtime/index.ts');
     class Never extends Error {}
     const sdk = { APIUserAbortError: Never, APIConnectionTimeoutError: Never, APIConnectionError: Never, APIError: Never };
-    const mapped = mapSdkFailure(new TypeError("Cannot read properties of null (reading 'index')"), 'p', sdk, () => { throw new Error('not an API error'); });
+    const mapped = mapSdkFailure(new TypeError("Cannot read properties of null (reading 'index')"), 'p', sdk, () => {
+      throw new Error('not an API error');
+    });
     expect(mapped.code).toBe('PLUGIN_ERROR');
-    expect(mapSdkFailure(new TypeError('terminated', { cause: Object.assign(new Error('x'), { code: 'UND_ERR_SOCKET' }) }), 'p', sdk, () => { throw new Error(); }).code).toBe('TRANSPORT');
+    expect(
+      mapSdkFailure(new TypeError('terminated', { cause: Object.assign(new Error('x'), { code: 'UND_ERR_SOCKET' }) }), 'p', sdk, () => {
+        throw new Error();
+      }).code,
+    ).toBe('TRANSPORT');
     const finish = await finishOf(await withAdapter(adapter));
     expect((finish.finish as { failure: { code: string; plugin?: string } }).failure).toMatchObject({ code: 'PLUGIN_ERROR', plugin: 'buggy-adapter' });
   });

@@ -23,7 +23,10 @@ beforeAll(async () => {
     config: {
       plugins: [
         { module: join(projectRoot, 'plugins/llm-anthropic/index.ts'), config: { providers: { anthropic: { baseURL: server.anthropicBaseURL, apiKeyEnv: KEY_ENV, allowUnknownModels: true } } } },
-        { module: join(projectRoot, 'plugins/llm-openai/index.ts'), config: { providers: { openai: { api: 'responses', baseURL: server.openaiBaseURL, apiKeyEnv: KEY_ENV, allowUnknownModels: true } } } },
+        {
+          module: join(projectRoot, 'plugins/llm-openai/index.ts'),
+          config: { providers: { openai: { api: 'responses', baseURL: server.openaiBaseURL, apiKeyEnv: KEY_ENV, allowUnknownModels: true } } },
+        },
       ],
     },
   });
@@ -42,7 +45,10 @@ async function send(provider: string, model: string, messages: Parameters<typeof
 }
 
 const signed = {
-  content: [{ type: 'reasoning' as const, text: 'thinking it over' }, { type: 'text' as const, text: 'answer' }],
+  content: [
+    { type: 'reasoning' as const, text: 'thinking it over' },
+    { type: 'text' as const, text: 'answer' },
+  ],
   provider: 'anthropic',
   model: 'claude-a',
   replayState: { response: { kind: 'anthropic', version: 1 }, blocks: [{ signature: 'sig-of-claude-a' }, null] },
@@ -51,7 +57,10 @@ const signed = {
 describe('replay state scoped to adapter, route and model', () => {
   it('the same model gets its signed thinking back', async () => {
     const body = await send('anthropic', 'claude-a', [signed]);
-    expect(body.messages[1].content).toEqual([{ type: 'thinking', thinking: 'thinking it over', signature: 'sig-of-claude-a' }, { type: 'text', text: 'answer' }]);
+    expect(body.messages[1].content).toEqual([
+      { type: 'thinking', thinking: 'thinking it over', signature: 'sig-of-claude-a' },
+      { type: 'text', text: 'answer' },
+    ]);
   });
 
   it('another model on the same route: no signature crosses, the message goes provider-neutral, INVALID_REPLAY_STATE is reported', async () => {
@@ -66,10 +75,19 @@ describe('replay state scoped to adapter, route and model', () => {
     server.enqueue({ body: 'event: response.completed\ndata: {"type":"response.completed","response":{"id":"r2","status":"completed","output":[]}}\n\n' });
     const body = await send('openai', 'gpt-test', [
       {
-        content: [{ type: 'text', text: 'let me look' }, { type: 'reasoning', text: 'next I call a tool' }],
+        content: [
+          { type: 'text', text: 'let me look' },
+          { type: 'reasoning', text: 'next I call a tool' },
+        ],
         provider: 'openai',
         model: 'gpt-test',
-        replayState: { response: { kind: 'openai-responses', version: 1 }, blocks: [{ type: 'message', id: 'msg_1' }, { type: 'reasoning', id: 'rs_2', encryptedContent: 'enc', source: 'summary' }] },
+        replayState: {
+          response: { kind: 'openai-responses', version: 1 },
+          blocks: [
+            { type: 'message', id: 'msg_1' },
+            { type: 'reasoning', id: 'rs_2', encryptedContent: 'enc', source: 'summary' },
+          ],
+        },
       },
     ]);
     expect(JSON.stringify(body.input)).not.toContain('rs_2');

@@ -6,12 +6,19 @@ import { sseFrame } from '../support/fixture-server.ts';
 
 /** An Anthropic Messages SSE body from a list of content blocks. */
 export function anthropicBody(
-  blocks: readonly ({ type: 'text'; deltas: readonly string[] } | { type: 'thinking'; deltas: readonly string[]; signature: string } | { type: 'tool_use'; id: string; name: string; deltas: readonly string[] })[],
+  blocks: readonly (
+    | { type: 'text'; deltas: readonly string[] }
+    | { type: 'thinking'; deltas: readonly string[]; signature: string }
+    | { type: 'tool_use'; id: string; name: string; deltas: readonly string[] }
+  )[],
   options: { model?: string; stopReason?: string } = {},
 ): string {
   const frames: string[] = [];
   const event = (data: { type: string }) => frames.push(sseFrame(data, data.type));
-  event({ type: 'message_start', message: { id: 'msg_contract', type: 'message', role: 'assistant', model: options.model ?? 'claude-test', content: [], stop_reason: null, usage: { input_tokens: 21, output_tokens: 1 } } } as never);
+  event({
+    type: 'message_start',
+    message: { id: 'msg_contract', type: 'message', role: 'assistant', model: options.model ?? 'claude-test', content: [], stop_reason: null, usage: { input_tokens: 21, output_tokens: 1 } },
+  } as never);
   blocks.forEach((block, index) => {
     if (block.type === 'text') {
       event({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } } as never);
