@@ -82,6 +82,7 @@ export async function main(): Promise<{ calls: readonly StreamStat[]; emitted: n
   const dataDir = mkdtempSync(join(tmpdir(), 'harness-cookbook-'));
   const harness = await createHarness({
     config: {
+      defaults: { provider: 'scripted', model: 'scripted-default' },
       plugins: [
         { module: '../plugins/llm-scripted/index.ts' },
         { module: '../plugins/tools-workspace/index.ts' },

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { createHarness, forkSession, openSession, readJournal, stateAt, type AnySessionEvent, type HarnessConfig } from '../runtime/index.ts';
 
 const config: HarnessConfig = {
+  defaults: { provider: 'scripted', model: 'scripted-default' },
   plugins: [{ module: '../plugins/llm-scripted/index.ts' }, { module: '../plugins/tools-workspace/index.ts' }, { module: '../plugins/approvals/index.ts' }],
 };
 const baseDir = fileURLToPath(new URL('.', import.meta.url));

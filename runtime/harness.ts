@@ -45,7 +45,7 @@ export interface HarnessConfig {
    * `createHarness({ store })` (the CLI's `--store`) overrides it.
    */
   readonly store?: string;
-  /** The call config new sessions start with. */
+  /** The call config new sessions start with. Absent: each run names its provider and model, else it throws `NO_DEFAULT_MODEL` (the runtime knows no default model). */
   readonly defaults?: {
     readonly provider: string;
     readonly model: string;
@@ -149,14 +149,14 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
   const rootFiber = new Fiber('harness', (d) => kernel.bus.report(d));
   const ctx = kernel.createContext(new Scope(rootFiber, { staged: false }), { name: 'harness', generation: 1 });
   const sessions = new Set<AgentSession>();
-  const defaults = config.defaults ?? { provider: 'scripted', model: 'scripted-default' };
   const makeSession = (journal: Awaited<ReturnType<typeof createJournal>>, cwd: string, options: SessionOptions): AgentSession => {
     const session = new AgentSession({
       journal,
       bus: kernel.bus,
       llm,
       tools,
-      defaults,
+      ...(config.defaults ? { defaults: config.defaults } : {}),
+      ...(configPath ? { configPath } : {}),
       cwd,
       ...(config.retry ? { retryPolicy: config.retry } : {}),
       ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : config.maxSteps !== undefined ? { maxSteps: config.maxSteps } : {}),

@@ -30,8 +30,14 @@ export interface AgentSessionOptions {
   readonly bus: HookBus;
   readonly llm: LlmService;
   readonly tools: ToolRegistry;
-  /** The call config a session starts with (a journal's last header wins for provider and model). */
-  readonly defaults: { readonly provider: string; readonly model: string; readonly reasoningEffort?: string; readonly system?: string };
+  /**
+   * The call config a session starts with (a journal's last header wins for provider and model).
+   * Absent: a run must name its provider and model (or resume a journal that has a header), else it
+   * throws `NO_DEFAULT_MODEL` — the runtime never guesses a model.
+   */
+  readonly defaults?: { readonly provider: string; readonly model: string; readonly reasoningEffort?: string; readonly system?: string };
+  /** The config file the defaults come from, named in the `NO_DEFAULT_MODEL` error. */
+  readonly configPath?: string;
   readonly cwd: string;
   readonly retryPolicy?: RetryPolicyConfig;
   /**
@@ -128,10 +134,13 @@ export class AgentSession {
   /**
    * Runs one turn. Yields every event as it is journaled. Breaking out of the iteration aborts the
    * turn (and still closes it in the journal).
-   * @throws HarnessError `SESSION_BUSY` when a run is already in progress.
+   * @throws HarnessError `SESSION_BUSY` when a run is already in progress; `NO_DEFAULT_MODEL` when
+   *   neither the options, the journal's last header nor the config's defaults name a provider and
+   *   model (nothing is journaled then).
    */
   run(input: RunInput, options: RunOptions = {}): AsyncIterable<AnySessionEvent> {
     if (this.running) throw new HarnessError('SESSION_BUSY', `Session ${this.id} is already running a turn; wait for it to end or abort it.`);
+    this.baseConfig(options); // throws NO_DEFAULT_MODEL before the turn starts
     this.running = true;
     const channel = new EventChannel<AnySessionEvent>();
     this.channel = channel;
@@ -275,7 +284,7 @@ export class AgentSession {
         turn,
         step,
         config: this.baseConfig(options),
-        ...(this.options.defaults.system === undefined ? {} : { system: this.options.defaults.system }),
+        ...(this.options.defaults?.system === undefined ? {} : { system: this.options.defaults.system }),
         tools: tools.specs(),
       }, async (p) => p);
       let prepared: PreparedCall;
@@ -500,9 +509,18 @@ export class AgentSession {
   private baseConfig(options: RunOptions): LlmCallConfig {
     const last = this.journal.state.header?.config;
     const defaults = this.options.defaults;
-    const provider = options.provider ?? last?.provider ?? defaults.provider;
-    const model = options.model ?? (options.provider === undefined ? last?.model : undefined) ?? defaults.model;
-    const reasoningEffort = options.reasoningEffort ?? defaults.reasoningEffort;
+    const provider = options.provider ?? last?.provider ?? defaults?.provider;
+    const model = options.model ?? (options.provider === undefined ? last?.model : undefined) ?? defaults?.model;
+    if (provider === undefined || model === undefined) {
+      const where = this.options.configPath ?? 'the config';
+      const missing = provider === undefined ? 'no provider was given' : `provider "${provider}" was given without a model`;
+      throw new HarnessError(
+        'NO_DEFAULT_MODEL',
+        `No model to call: ${where} has no defaults and ${missing}. Add defaults: { provider, model } to ${where}, or pass provider and model to the run (--provider <id> --model <id> on the command line).`,
+        { details: { ...(this.options.configPath ? { path: this.options.configPath } : {}), ...(provider === undefined ? {} : { provider }) } },
+      );
+    }
+    const reasoningEffort = options.reasoningEffort ?? defaults?.reasoningEffort;
     return { provider, model, ...(reasoningEffort === undefined ? {} : { reasoningEffort }) };
   }
 

@@ -34,4 +34,28 @@ describe('harness config and sessions: bad input is a clear error', () => {
       await harness.dispose();
     }
   });
+
+  it('with no defaults in the config, a run that names no provider fails NO_DEFAULT_MODEL (the runtime guesses no model) and journals nothing', async () => {
+    const dir = tempDir();
+    const configPath = join(dir, 'harness.config.ts');
+    writeFileSync(configPath, `export default { plugins: [{ module: ${JSON.stringify(plugin('llm-scripted'))} }] };\n`);
+    const harness = await createHarness({ configPath, dataDir: join(dir, 'data') });
+    try {
+      const session = await harness.createSession({ cwd: dir });
+      const noDefault = { code: 'NO_DEFAULT_MODEL', message: expect.stringContaining(`${configPath} has no defaults and no provider was given. Add defaults: { provider, model } to ${configPath}`), failure: expect.objectContaining({ path: configPath }) };
+      await expect(session.prompt('Hello')).rejects.toMatchObject(noDefault);
+      expect(() => session.run('Hello')).toThrow(expect.objectContaining({ code: 'NO_DEFAULT_MODEL' }));
+      // A provider without a model is no call either.
+      await expect(session.prompt('Hello', { provider: 'scripted' })).rejects.toMatchObject({ code: 'NO_DEFAULT_MODEL', message: expect.stringContaining('provider "scripted" was given without a model') });
+      expect(session.state.turnCount).toBe(0);
+      // Named in the run, the same session works, and later runs keep the journal's model.
+      const first = await session.prompt('Hello', { provider: 'scripted', model: 'scripted-default' });
+      expect(first.message.source).toMatchObject({ provider: 'scripted', model: 'scripted-default' });
+      const second = await session.prompt('Again');
+      expect(second.message.source).toMatchObject({ provider: 'scripted', model: 'scripted-default' });
+      await session.close();
+    } finally {
+      await harness.dispose();
+    }
+  });
 });

@@ -52,7 +52,7 @@ describe('every plugin reloads cleanly under a running session', () => {
       const names = base.includes(name) ? base : [...base, name];
       harness = await createHarness({
         dataDir: join(dir, 'data'),
-        config: { plugins: names.map((n) => ({ module: plugin(n), ...(CONFIG[n] ? { config: CONFIG[n] } : {}) })) },
+        config: { defaults: { provider: 'scripted', model: 'scripted-default' }, plugins: names.map((n) => ({ module: plugin(n), ...(CONFIG[n] ? { config: CONFIG[n] } : {}) })) },
       });
       const loaded = footprint(harness, name);
       const total = loaded.hooks.length + loaded.routes.length + loaded.tools.length + loaded.services.length;
