@@ -13,6 +13,9 @@
  *   `plugins/` or `cli/` path — the runtime cannot load a plugin or the CLI by a path built at run
  *   time either. A string in the message argument of `new HarnessError/LlmError(…)` or `llmFailure(…)`
  *   is a sentence for a person and may name one.
+ * - `runtime-no-default-model` (this script): no string in runtime/ is `'scripted'` or contains
+ *   `scripted-default` — the runtime knows no default model; it comes from the config (or the
+ *   run), else `NO_DEFAULT_MODEL`. Error messages are not exempt: a hinted model is a guess too.
  * - `plugin-no-runtime-path-strings` (this script): no string in plugins/ names a runtime/ file other
  *   than the public entry (a dynamic `import()` of an internal path).
  * - `public-names-documented` (this script, TypeScript's checker): every name runtime/index.ts
@@ -125,23 +128,26 @@ function tsFiles(root: string, folder: string): string[] {
 
 /** A `plugins/` or `cli/` path segment, or a bare `'plugins'`/`'cli'` (as in `join(root, 'plugins', name)`). */
 const RUNTIME_FORBIDDEN = /(?:^|[^\w.-])(?:plugins|cli)[\\/]|^(?:plugins|cli)$/;
+/** The scripted model's provider or default model: a default the runtime must not know. */
+const RUNTIME_DEFAULT_MODEL = /^scripted$|scripted-default/;
 /** A runtime/ path naming any file but the public entry. */
 const PLUGIN_FORBIDDEN = /(?:^|[^\w-])runtime[\\/](?!index\.(?:ts|js)\b)[\w.-]/;
 
 export function scanStrings(root: string): Violation[] {
   const violations: Violation[] = [];
-  const scan = (folder: string, rule: string, pattern: RegExp, allowMessages: boolean): void => {
+  const scan = (folder: string, rule: string, pattern: RegExp, allowMessages: boolean, what = 'names a path this layer must not load'): void => {
     for (const path of tsFiles(root, folder)) {
       const file = relative(root, path);
       const sourceFile = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true);
       for (const { node, text } of stringsOf(sourceFile)) {
         if (!pattern.test(text) || (allowMessages && inMessageArgument(node))) continue;
         const line = sourceFile.getLineAndCharacterOfPosition(node.getStart(sourceFile)).line + 1;
-        violations.push({ rule, file, message: `${file}:${line}: the string ${JSON.stringify(text)} names a path this layer must not load` });
+        violations.push({ rule, file, message: `${file}:${line}: the string ${JSON.stringify(text)} ${what}` });
       }
     }
   };
   scan('runtime', 'runtime-no-path-strings', RUNTIME_FORBIDDEN, true);
+  scan('runtime', 'runtime-no-default-model', RUNTIME_DEFAULT_MODEL, false, 'names a default model the runtime must not know (it comes from the config)');
   scan('plugins', 'plugin-no-runtime-path-strings', PLUGIN_FORBIDDEN, false);
   return violations;
 }
@@ -225,6 +231,12 @@ const PLANTS: { rule: string; file: string; content: string; expect: RegExp }[] 
     expect: /runtime\/planted-path\.ts:\d+: the string "plugins"/,
   },
   {
+    rule: 'runtime-no-default-model',
+    file: 'runtime/planted-default-model.ts',
+    content: "export const fallback = { provider: 'scripted', model: 'scripted-default' };\n",
+    expect: /runtime\/planted-default-model\.ts:\d+: the string "scripted"/,
+  },
+  {
     rule: 'plugin-no-runtime-path-strings',
     file: 'plugins/llm-retry/planted-dynamic.ts',
     content: "export const internals = (): Promise<unknown> => import(new URL('../../runtime/internal.ts', import.meta.url).href);\n",
@@ -288,7 +300,7 @@ function main(argv: readonly string[]): number {
     console.error(`\n${violations.length} architecture violation(s); the rules are explained in scripts/check-architecture.ts and .dependency-cruiser.cjs.`);
     return 1;
   }
-  console.log('architecture: runtime type-checks alone, no cycles, plugins use the public entry, the runtime loads no plugin or CLI, public names documented');
+  console.log('architecture: runtime type-checks alone, no cycles, plugins use the public entry, the runtime loads no plugin or CLI and knows no default model, public names documented');
   return 0;
 }
 

@@ -24,6 +24,7 @@ describe('architecture checks', () => {
       'ok testing-uses-public-entry',
       'ok cookbook-uses-public-entry',
       'ok runtime-no-path-strings',
+      'ok runtime-no-default-model',
       'ok plugin-no-runtime-path-strings',
       'ok public-names-documented',
     ]);
