@@ -42,11 +42,18 @@ describe('harness config and sessions: bad input is a clear error', () => {
     const harness = await createHarness({ configPath, dataDir: join(dir, 'data') });
     try {
       const session = await harness.createSession({ cwd: dir });
-      const noDefault = { code: 'NO_DEFAULT_MODEL', message: expect.stringContaining(`${configPath} has no defaults and no provider was given. Add defaults: { provider, model } to ${configPath}`), failure: expect.objectContaining({ path: configPath }) };
+      const noDefault = {
+        code: 'NO_DEFAULT_MODEL',
+        message: expect.stringContaining(`${configPath} has no defaults and no provider was given. Add defaults: { provider, model } to ${configPath}`),
+        failure: expect.objectContaining({ path: configPath }),
+      };
       await expect(session.prompt('Hello')).rejects.toMatchObject(noDefault);
       expect(() => session.run('Hello')).toThrow(expect.objectContaining({ code: 'NO_DEFAULT_MODEL' }));
       // A provider without a model is no call either.
-      await expect(session.prompt('Hello', { provider: 'scripted' })).rejects.toMatchObject({ code: 'NO_DEFAULT_MODEL', message: expect.stringContaining('provider "scripted" was given without a model') });
+      await expect(session.prompt('Hello', { provider: 'scripted' })).rejects.toMatchObject({
+        code: 'NO_DEFAULT_MODEL',
+        message: expect.stringContaining('provider "scripted" was given without a model'),
+      });
       expect(session.state.turnCount).toBe(0);
       // Named in the run, the same session works, and later runs keep the journal's model.
       const first = await session.prompt('Hello', { provider: 'scripted', model: 'scripted-default' });

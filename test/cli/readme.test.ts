@@ -24,7 +24,10 @@ describe('README', { timeout: 120_000 }, () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'index.ts'), block!.replace("'../../runtime/index.ts'", JSON.stringify(join(projectRoot, 'runtime/index.ts'))));
     const h = await createHarness({
-      config: { defaults: { provider: 'scripted', model: 'scripted-default' }, plugins: [{ module: join(projectRoot, 'plugins/llm-scripted/index.ts') }, { module: join(dir, 'index.ts'), config: { slowMs: 60_000 } }] },
+      config: {
+        defaults: { provider: 'scripted', model: 'scripted-default' },
+        plugins: [{ module: join(projectRoot, 'plugins/llm-scripted/index.ts') }, { module: join(dir, 'index.ts'), config: { slowMs: 60_000 } }],
+      },
       dataDir: home.dir,
     });
     try {
