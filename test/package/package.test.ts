@@ -1,0 +1,222 @@
+/**
+ * The package as a user gets it (issue 13): one build, one `npm pack`, the tarball installed into
+ * fresh projects outside the repository, then used the ways the README says — a plain-Node script,
+ * a strict NodeNext type check of a consumer's plugin, the installed `harness` bin with a project
+ * config, `harness init`'s scaffold and its own test — and the tarball's file list.
+ */
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const version = (name: string): string => JSON.parse(readFileSync(join(repo, 'node_modules', name, 'package.json'), 'utf8')).version;
+
+let root: string;
+let tarball: string;
+let project: string;
+
+/** Runs a command; a non-zero exit fails with its output. */
+function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
+  const result = spawnSync(command, args, { cwd, encoding: 'utf8', timeout: 180_000, env: { ...process.env, npm_config_update_notifier: 'false', ...env } });
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} (in ${cwd}) exited ${result.status}:\n${result.stdout}\n${result.stderr}`);
+  return result;
+}
+const install = (cwd: string, ...specs: string[]) => run('npm', ['install', ...specs, '--prefer-offline', '--no-audit', '--no-fund'], cwd);
+
+beforeAll(() => {
+  root = realpathSync(mkdtempSync(join(tmpdir(), 'harness-package-')));
+  // `npm pack` runs `prepack` (scripts/build.mjs --if-stale): dist/ as the sources are.
+  const packed = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', root], repo).stdout) as { filename: string }[];
+  tarball = join(root, packed[0]!.filename);
+  project = join(root, 'consumer');
+  mkdirSync(project);
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }));
+  install(project, tarball, `typescript@${version('typescript')}`, `@types/node@${version('@types/node')}`);
+}, 240_000);
+
+afterAll(async () => {
+  if (root) await rm(root, { recursive: true, force: true });
+}, 180_000);
+
+// Installs and tsc on a shared 2-core machine: minutes, not seconds.
+describe('harness-runtime installed from its tarball', { timeout: 150_000 }, () => {
+  it('a plain-Node script imports it, defines a zod-typed tool and runs a turn on the scripted model', () => {
+    writeFileSync(
+      join(project, 'turn.mjs'),
+      `import { createHarness, definePlugin, defineTool, messageText, z } from 'harness-runtime';
+import { ScriptedAdapter } from 'harness-runtime/plugins/llm-scripted';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const adder = definePlugin({
+  name: 'adder',
+  setup(ctx) {
+    ctx.tools.register(defineTool({
+      name: 'add',
+      description: 'Adds two numbers.',
+      input: z.object({ a: z.number(), b: z.number() }),
+      permission: 'read',
+      execute: ({ a, b }) => String(a + b),
+    }));
+  },
+});
+// The scripted model with an inline script: call the tool, then answer with its result.
+const model = definePlugin({
+  name: 'llm-scripted',
+  setup(ctx) {
+    const script = (context) => context.step === 1 ? { toolCalls: [{ name: 'add', arguments: { a: 2, b: 40 } }] } : { text: 'The sum is ' + context.toolResults[0]?.text + '.' };
+    ctx.llm.registerAdapter(['scripted'], new ScriptedAdapter({ scripts: new Map([['adder', script]]) }));
+  },
+});
+const dir = mkdtempSync(join(tmpdir(), 'harness-turn-'));
+const harness = await createHarness({ dataDir: join(dir, 'data'), config: { defaults: { provider: 'scripted', model: 'adder' }, plugins: [{ plugin: model }, { plugin: adder }] } });
+const session = await harness.createSession({ cwd: dir });
+let answer = '';
+for await (const event of session.run('What is 2 + 40?', { approve: () => 'allow' })) {
+  if (event.type === 'assistant/message') answer = messageText(event.data.message);
+}
+await harness.dispose();
+console.log(answer);
+`,
+    );
+    const result = run(process.execPath, ['turn.mjs'], project);
+    expect(result.stdout.trim()).toBe('The sum is 42.');
+  });
+
+  it("tsc (strict, NodeNext) type-checks a consumer plugin against the shipped .d.ts, none of Harness's sources", () => {
+    mkdirSync(join(project, 'plugins'), { recursive: true });
+    writeFileSync(
+      join(project, 'plugins/stream-logger.ts'),
+      `import { definePlugin, defineTool, z, type EmitHook } from 'harness-runtime';
+
+declare global {
+  namespace Harness {
+    interface HookMap { 'stream-logger/call': EmitHook<{ model: string; chunkCount: number; ms: number }> }
+  }
+}
+
+export default definePlugin({
+  name: 'stream-logger',
+  config: z.object({ slowMs: z.number().default(2000) }).default({ slowMs: 2000 }),
+  setup(ctx, config) {
+    ctx.declareHook('stream-logger/call', 'emit');
+    ctx.on('stream-logger/call', (call) => {
+      const model: string = call.model;
+      void model;
+    });
+    ctx.on('llm/stream', async function* (request, next) {
+      const started = performance.now();
+      let chunkCount = 0;
+      for await (const chunk of next(request)) {
+        chunkCount++;
+        if (chunk.type === 'finish') {
+          const ms = performance.now() - started;
+          ctx.emit('stream-logger/call', { model: request.model, chunkCount, ms });
+          if (ms > config.slowMs) ctx.report({ level: 'warning', code: 'SLOW_CALL', message: \`\${request.model}: \${Math.round(ms)} ms\` });
+        }
+        yield chunk;
+      }
+    });
+    ctx.tools.register(
+      defineTool({
+        name: 'shout',
+        description: 'Upper-cases a text.',
+        input: z.object({ text: z.string() }),
+        permission: 'read',
+        execute: ({ text }) => text.toUpperCase(),
+      }),
+    );
+  },
+});
+`,
+    );
+    // A wrong payload must be refused: the merged HookMap is what types ctx.emit.
+    writeFileSync(
+      join(project, 'plugins/wrong.ts'),
+      `import { definePlugin } from 'harness-runtime';\nimport './stream-logger.js';\nexport default definePlugin({ name: 'wrong', setup(ctx) { ctx.emit('stream-logger/call', { model: 1 }); } });\n`,
+    );
+    // No skipLibCheck for the consumer: the shipped .d.ts must type-check too. The negative check skips them (time).
+    const tsconfig = (files: string[], skipLibCheck = false) =>
+      JSON.stringify({ compilerOptions: { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck, types: ['node'] }, files });
+    writeFileSync(join(project, 'tsconfig.json'), tsconfig(['plugins/stream-logger.ts']));
+    const tsc = join(project, 'node_modules/typescript/bin/tsc');
+    // --listFiles type-checks too (a type error fails `run`) and names every file the program read.
+    const listed = run(process.execPath, [tsc, '--noEmit', '-p', '.', '--listFiles'], project).stdout.split('\n').filter(Boolean);
+    const fromPackage = listed.filter((file) => file.includes('/node_modules/harness-runtime/'));
+    expect(fromPackage).toContain(join(project, 'node_modules/harness-runtime/dist/runtime/index.d.ts'));
+    expect(fromPackage.filter((file) => !file.endsWith('.d.ts'))).toEqual([]);
+
+    writeFileSync(join(project, 'tsconfig.wrong.json'), tsconfig(['plugins/wrong.ts'], true));
+    const wrong = spawnSync(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.wrong.json'], { cwd: project, encoding: 'utf8' });
+    expect(wrong.status).not.toBe(0);
+    expect(wrong.stdout).toContain('plugins/wrong.ts');
+    expect(wrong.stdout).toContain("Type 'number' is not assignable to type 'string'");
+  }, 240_000);
+
+  it("the installed harness bin runs a turn with the README's harness.config.ts: the built-in stack plus a plugin of the project", () => {
+    // The README's "Use it in your project" steps, its files taken from the README as written.
+    const readme = readFileSync(join(repo, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Use it in your project'), readme.indexOf('## The CLI at a glance'));
+    const [config, plugin] = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!);
+    expect(config).toContain("from 'harness-runtime/stack'");
+    expect(plugin).toContain("name: 'stamp'");
+    const dir = join(root, 'my-project');
+    mkdirSync(join(dir, 'plugins'), { recursive: true });
+    run('npm', ['init', '-y'], dir);
+    run('npm', ['pkg', 'set', 'type=module'], dir);
+    writeFileSync(join(dir, 'harness.config.ts'), config!);
+    writeFileSync(join(dir, 'plugins/stamp.ts'), plugin!);
+    writeFileSync(join(dir, 'notes.md'), '# Notes\n\nThe project has one file of notes.\n');
+    install(dir, tarball);
+    const home = join(root, 'home');
+    const result = run(join(dir, 'node_modules/.bin/harness'), ['run', 'What is in this workspace?'], dir, { HARNESS_HOME: home, NO_COLOR: '1' });
+    expect(result.stdout).toContain('notes.md');
+    expect(result.stdout).toContain(join(home, 'sessions'));
+    const calls = readFileSync(join(dir, 'calls.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { model: string; chunkCount: number });
+    expect(calls.length).toBeGreaterThanOrEqual(2); // the scripted default model: list the files, read one, answer
+    for (const call of calls) {
+      expect(call.model).toBe('scripted-default');
+      expect(call.chunkCount).toBeGreaterThan(0);
+    }
+  });
+
+  it('harness init <dir> scaffolds a project whose own test passes offline', () => {
+    const dir = join(root, 'my-agent');
+    run(join(project, 'node_modules/.bin/harness'), ['init', dir], root, { HARNESS_HOME: join(root, 'home') });
+    install(dir, tarball);
+    const result = run('npm', ['test'], dir);
+    expect(`${result.stdout}${result.stderr}`).toMatch(/# pass 1\b/);
+    expect(`${result.stdout}${result.stderr}`).toMatch(/# fail 0\b/);
+  });
+
+  it('the tarball holds dist/, bin/, README, LICENSE and package.json only', () => {
+    const [pack] = JSON.parse(run('npm', ['pack', '--dry-run', '--json'], repo).stdout) as { files: { path: string }[] }[];
+    const paths = pack!.files.map((file) => file.path);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'README.md',
+        'LICENSE',
+        'bin/harness.js',
+        'dist/runtime/index.js',
+        'dist/runtime/index.d.ts',
+        'dist/cli/bin.js',
+        'dist/stack/index.js',
+        'dist/testing/index.js',
+        'dist/plugins/llm-scripted/index.js',
+      ]),
+    );
+    expect(paths.filter((path) => !/^(dist\/|bin\/harness\.js$|README\.md$|LICENSE$|package\.json$)/.test(path))).toEqual([]);
+    expect(paths.filter((path) => /(^|\/)(test|bench|cookbook|scripts|\.ci)\/|\.test\.|\.bench\./.test(path))).toEqual([]);
+    expect(paths.filter((path) => path.endsWith('.ts') && !path.endsWith('.d.ts'))).toEqual([]);
+    expect(existsSync(tarball)).toBe(true);
+  });
+});
