@@ -37,6 +37,7 @@ export { initialState, reduceEvent, foldEventsAsync, Folder } from './session/fo
 export { resolveSessionPath, sessionsDir, journalPath, assertSessionId, isSessionId, dataDirOf } from './session/paths.ts';
 export { JOURNAL_FORMAT_VERSION, foldJournal, scanJournal, fileSource, parseEventLine, parseHeaderLine, type ScanOptions, type ScanResult } from './session/reader.ts';
 export { serializeEvent, StoreJournal, type JournalIoOptions } from './session/journal.ts';
+export { registeredStoreSchemes } from './session/store.ts';
 export { createJournal, openJournal, type CreateJournalOptions, type OpenJournalOptions, type OpenedJournal, type StoreOptions } from './session/open.ts';
 export { planRepair, needsRepair, unansweredToolCalls, type PlannedEvent, type RepairCause } from './session/repair.ts';
 export { RequestRecorder } from './session/snapshot.ts';

@@ -143,26 +143,36 @@ export interface JournalStore {
 /** Makes a store for a URL of a registered scheme. */
 export type JournalStoreFactory = (url: string, context: { readonly dataDir: string }) => JournalStore | Promise<JournalStore>;
 
-const factories = new Map<string, JournalStoreFactory>();
+/** Registered factories per scheme; the last one serves (a hot reload registers the new generation before the old one is disposed). */
+const factories = new Map<string, JournalStoreFactory[]>();
 
 /**
  * Registers the store for URLs of `scheme` (without `:`, e.g. `'postgres'`). Returns the disposer
  * (hand it to `ctx.onDispose`). The runtime never imports a store plugin: loading the plugin is
- * what makes its scheme usable.
- * @throws HarnessError `DUPLICATE_STORE` when the scheme is taken, `INVALID_ARGUMENTS` for a bad scheme.
+ * what makes its scheme usable. While two registrations of a scheme exist (a plugin being
+ * hot-reloaded), the newer one serves; disposing it brings back the older.
+ * @throws HarnessError `INVALID_ARGUMENTS` for a bad scheme.
  */
 export function registerJournalStore(scheme: string, factory: JournalStoreFactory): Disposer {
   if (typeof scheme !== 'string' || !/^[a-z][a-z0-9+.-]*$/.test(scheme) || scheme === 'file') {
     throw new HarnessError('INVALID_ARGUMENTS', `A journal store scheme is a lower-case URL scheme without ":" (not "file"); got ${JSON.stringify(scheme)}.`);
   }
-  if (factories.has(scheme)) throw new HarnessError('DUPLICATE_STORE', `A journal store for "${scheme}:" URLs is already registered; unload the plugin that registered it first.`);
-  factories.set(scheme, factory);
+  const list = factories.get(scheme) ?? [];
+  list.push(factory);
+  factories.set(scheme, list);
   let done = false;
   return () => {
     if (done) return;
     done = true;
-    if (factories.get(scheme) === factory) factories.delete(scheme);
+    const index = list.lastIndexOf(factory);
+    if (index >= 0) list.splice(index, 1);
+    if (list.length === 0 && factories.get(scheme) === list) factories.delete(scheme);
   };
+}
+
+/** The schemes that have a registered store now (for diagnostics and tests). */
+export function registeredStoreSchemes(): string[] {
+  return [...factories.keys()].sort();
 }
 
 /** The scheme of a store URL (`postgres://…` → `postgres`), or undefined for none. */
@@ -190,7 +200,7 @@ export function redactStoreUrl(spec: string): string {
  */
 export async function openRegisteredStore(spec: string, context: { readonly dataDir: string }): Promise<JournalStore> {
   const scheme = storeScheme(spec);
-  const factory = scheme === undefined ? undefined : factories.get(scheme);
+  const factory = scheme === undefined ? undefined : factories.get(scheme)?.at(-1);
   if (factory === undefined) {
     const known = [...factories.keys()].map((s) => `${s}:`);
     throw new HarnessError(

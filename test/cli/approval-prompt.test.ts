@@ -99,7 +99,7 @@ describe.skipIf(!hasTmux && !process.env.CI)('the approval prompt in a real term
     // The turn cancelled at the prompt re-runs the same offline.
     const cassette = await harness(['replay', journal, '--cassette', '--config', config], { home });
     expect(cassette.stdout).toContain('✓ turn 1 aborted · 4 model calls');
-    expect(cassette.stdout).toMatch(/^same every model call was requested as recorded and consumed/m);
+    expect(cassette.stdout).toMatch(/^same every request, reply, tool result, approval and turn end matches the recording/m);
     expect(cassette.code).toBe(0);
   });
 });

@@ -67,7 +67,7 @@ describe('real providers from the CLI', { timeout: 120_000 }, () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
     const plugin = (name: string) => JSON.stringify(join(projectRoot, 'plugins', name, 'index.ts'));
-    writeFileSync(join(dir, 'harness.config.ts'), `export default { plugins: [{ module: ${plugin('llm-scripted')} }, { module: ${plugin('token-meter')}, config: { prices: {} } }] };\n`);
+    writeFileSync(join(dir, 'harness.config.ts'), `export default { defaults: { provider: 'scripted', model: 'scripted-default' }, plugins: [{ module: ${plugin('llm-scripted')} }, { module: ${plugin('token-meter')}, config: { prices: {} } }] };\n`);
     const result = await harness(['run', 'Hello', '--config', join(dir, 'harness.config.ts'), '--cwd', dir], { home: home.dir });
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^tokens {2}this turn: [\d,]+ in · [\d,]+ out · [\d,]+ reasoning · cost unknown \(no price for scripted\/scripted-default; prices live in token-meter's `prices` in the config\)$/m);

@@ -37,7 +37,7 @@ describe('sessions, fork, import, replay', { timeout: 180_000 }, () => {
     const verify = await harness(['replay', join(home.dir, 'sessions/dsh-fs-read.jsonl'), '--verify'], opts());
     expect(verify.code).toBe(0);
     const cassette = await harness(['replay', 'dsh-fs-read', '--cassette'], opts());
-    expect(cassette.stdout).toContain('same every model call was requested as recorded and consumed');
+    expect(cassette.stdout).toContain('same every request, reply, tool result, approval and turn end matches the recording');
     expect(cassette.code).toBe(0);
   });
 

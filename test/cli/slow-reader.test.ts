@@ -94,7 +94,7 @@ describe('a reader that is slow to start reading gets everything', { timeout: 12
     // Small sessions (a header and a title each): enough for a little over a pipeful of listing.
     const many = join(project.dir, 'many-home');
     mkdirSync(join(many, 'sessions'), { recursive: true });
-    const ids = Array.from({ length: 230 }, () => randomUUID());
+    const ids = Array.from({ length: 205 }, () => randomUUID()); // ~350 bytes of summary each: a little over a pipeful
     for (const [i, id] of ids.entries()) {
       const header = { type: 'session', version: 1, id, createdAtMs: 1_700_000_000_000 + i, cwd: project.dir };
       const title = { seq: 1, type: 'session/title', atMs: 1_700_000_000_001 + i, data: { title: `session number ${String(i).padStart(3, '0')} with a title long enough to matter` } };

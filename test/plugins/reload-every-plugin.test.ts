@@ -8,6 +8,7 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHarness, type AnySessionEvent, type Harness } from '../../runtime/index.ts';
+import { registeredStoreSchemes } from '../../runtime/internal.ts';
 import { dshRoot } from '../session/support.ts';
 import { plugin, root, tempDir } from '../agent/support.ts';
 
@@ -28,7 +29,9 @@ function footprint(harness: Harness, name: string) {
   const routes = harness.llm.registry.list().filter((route) => route.owner === name).map((route) => route.provider).sort();
   const tools = harness.tools.describe().filter((tool) => tool.owner === name).map((tool) => tool.name).sort();
   const services = harness.kernel.describeServices().filter((service) => service.owner === name).map((service) => service.name).sort();
-  return { hooks, routes, tools, services };
+  // Store schemes carry no owner; the base plugins of this test register none, so they are the plugin's.
+  const stores = registeredStoreSchemes();
+  return { hooks, routes, tools, services, stores };
 }
 
 let harness: Harness | undefined;
@@ -55,7 +58,7 @@ describe('every plugin reloads cleanly under a running session', () => {
         config: { defaults: { provider: 'scripted', model: 'scripted-default' }, plugins: names.map((n) => ({ module: plugin(n), ...(CONFIG[n] ? { config: CONFIG[n] } : {}) })) },
       });
       const loaded = footprint(harness, name);
-      const total = loaded.hooks.length + loaded.routes.length + loaded.tools.length + loaded.services.length;
+      const total = loaded.hooks.length + loaded.routes.length + loaded.tools.length + loaded.services.length + loaded.stores.length;
       expect(total, `${name} registers something`).toBeGreaterThan(0);
 
       const session = await harness.createSession({ cwd: dir });
@@ -86,7 +89,7 @@ describe('every plugin reloads cleanly under a running session', () => {
 
       await session.close();
       await harness.host.unload(name);
-      expect(footprint(harness, name)).toEqual({ hooks: [], routes: [], tools: [], services: [] });
+      expect(footprint(harness, name)).toEqual({ hooks: [], routes: [], tools: [], services: [], stores: [] });
     });
   }
 });
