@@ -8,15 +8,8 @@
 import { HarnessError, type ApprovalAnswer, type ApprovalRequest } from '../../runtime/index.ts';
 
 /** A call waiting for a person's answer, as clients see it. */
-export interface PendingApproval {
-  readonly sessionId: string;
-  readonly turn: number;
-  readonly step: number;
-  readonly callId: string;
-  readonly name: string;
-  /** Raw JSON arguments, as the model wrote them (they are in the journal's `tool/call` too). */
-  readonly arguments: string;
-  readonly permission: 'read' | 'write';
+export interface PendingApproval extends Pick<ApprovalRequest, 'sessionId' | 'turn' | 'step' | 'callId' | 'name' | 'arguments' | 'permission'> {
+  /** When the question was parked (absolute ms). */
   readonly requestedAtMs: number;
   /** When the call is denied unanswered (absolute ms). */
   readonly deadlineAtMs: number;
