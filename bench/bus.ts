@@ -148,11 +148,7 @@ interface SizeMeasure {
 function measure(size: number): SizeMeasure {
   const middlewares = makeMiddlewares(size);
   const contender = (label: string, dispatch: Dispatch) => ({ label, dispatch, time: makeTimer(), iterations: 0, ns: [] as number[] });
-  const contenders = [
-    contender('bus', busDispatch(middlewares, inner)),
-    contender('hand', handComposed(middlewares, inner)),
-    contender('hand-loop', handBuiltPerCall(middlewares, inner)),
-  ];
+  const contenders = [contender('bus', busDispatch(middlewares, inner)), contender('hand', handComposed(middlewares, inner)), contender('hand-loop', handBuiltPerCall(middlewares, inner))];
   for (const c of contenders) {
     // Same answer: every middleware passes through, inner adds one.
     if (c.dispatch(41) !== 42) throw new Error(`bench self-check failed: ${c.label} at ${size} middlewares`);

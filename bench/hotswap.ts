@@ -172,7 +172,18 @@ async function measure(): Promise<ChildReport> {
     );
     const wallMs = performance.now() - started;
     const c = counters;
-    return { kind, wallMs, turns, calls: c.calls, failedTurns, failedCalls: c.failedCalls, mixedCalls: c.mixedCalls, untaggedCalls: c.untaggedCalls, chunks: c.chunks, generationsSeen: c.serials.size };
+    return {
+      kind,
+      wallMs,
+      turns,
+      calls: c.calls,
+      failedTurns,
+      failedCalls: c.failedCalls,
+      mixedCalls: c.mixedCalls,
+      untaggedCalls: c.untaggedCalls,
+      chunks: c.chunks,
+      generationsSeen: c.serials.size,
+    };
   };
   const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
   const phases: PhaseReport[] = [];

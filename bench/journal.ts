@@ -40,7 +40,15 @@ function makeWindow(turn: number, step: number, window: number): Window {
   }
   out.push(['assistant/chunk', { turn, step, chunk: { type: 'finish', finish: { kind: 'tool-calls' } } }]);
   const callId = `call-${window}`;
-  const message = createAssistantMessage({ id: `m-${window}`, provider: 'bench', model: 'bench-1', content: [{ type: 'text', text }, { type: 'tool-call', id: callId, name: 'read', arguments: '{"path":"a.txt"}' }] });
+  const message = createAssistantMessage({
+    id: `m-${window}`,
+    provider: 'bench',
+    model: 'bench-1',
+    content: [
+      { type: 'text', text },
+      { type: 'tool-call', id: callId, name: 'read', arguments: '{"path":"a.txt"}' },
+    ],
+  });
   out.push(['assistant/message', { turn, step, message, finish: { kind: 'tool-calls' }, usage: { inputTokens: 100, outputTokens: 95 } }]);
   out.push(['tool/call', { turn, step, callId, name: 'read', arguments: '{"path":"a.txt"}' }]);
   out.push(['tool/start', { turn, step, callId }]);
@@ -90,9 +98,9 @@ async function appendBare(dir: string, id: string): Promise<AppendSample> {
   const wall = performance.now();
   const cpu = cpuMicros();
   let seq = 0;
-  let queue: string[] = [JSON.stringify({ seq: ++seq, type: 'turn/start', atMs: Date.now(), data: { turn: 1 } }) + '\n'];
+  let queue: string[] = [`${JSON.stringify({ seq: ++seq, type: 'turn/start', atMs: Date.now(), data: { turn: 1 } })}\n`];
   for (let w = 0; w < windows; w++) {
-    for (const [type, data] of made[w]!) queue.push(JSON.stringify({ seq: ++seq, type, atMs: Date.now(), data }) + '\n');
+    for (const [type, data] of made[w]!) queue.push(`${JSON.stringify({ seq: ++seq, type, atMs: Date.now(), data })}\n`);
     const buffer = Buffer.from(queue.join(''), 'utf8');
     queue = [];
     // The journal writes asynchronously; a sync write + fsync costs the same CPU and keeps this bare.
@@ -223,7 +231,6 @@ export async function run(): Promise<BenchResult> {
     }
     const chunkUs = await chunkAppendMicros(dir);
     const appendRatios = harness.map((h, i) => h.cpuUsPerEvent / bare[i]!.cpuUsPerEvent);
-    const appendRatio = median(appendRatios);
 
     // Fold: one 1M-event journal, readers in fresh processes, interleaved rounds after a page-cache warm-up.
     const path = await writeBigJournal(dir);
@@ -252,7 +259,7 @@ export async function run(): Promise<BenchResult> {
       };
     };
     const foldRatio = median(perRound('fold'));
-    const readFoldRatio = median(perRound('read-fold'));
+
     const appendRow = (label: string, list: AppendSample[], baseline: boolean) => ({
       writer: label,
       'CPU µs/event': spread(stat(list.map((s) => s.cpuUsPerEvent))),

@@ -60,7 +60,10 @@ async function sessionChild(): Promise<SessionReport> {
   writeFileSync(scriptPath, JSON.stringify(SCRIPT));
   const harness = await createHarness({
     dataDir: join(dir, 'data'),
-    config: { defaults: { provider: 'scripted', model: 'bench' }, plugins: [{ module: join(projectRoot, 'plugins/llm-scripted/index.ts'), config: { paceMs: 0, fragmentChars: 6, scripts: { bench: scriptPath } } }] },
+    config: {
+      defaults: { provider: 'scripted', model: 'bench' },
+      plugins: [{ module: join(projectRoot, 'plugins/llm-scripted/index.ts'), config: { paceMs: 0, fragmentChars: 6, scripts: { bench: scriptPath } } }],
+    },
   });
   const session = await harness.createSession({ cwd: dir });
   const points: Point[] = [];
@@ -108,13 +111,18 @@ interface JournalBytes {
 /** Journal bytes for the two recordings through the full Harness path. */
 async function journalBytes(): Promise<JournalBytes[]> {
   const out: JournalBytes[] = [];
-  const servers = await Promise.all((Object.keys(STREAMS) as StreamName[]).map(async (name) => {
-    const { body } = repeatedBody(STREAMS[name], 4_000); // a few thousand events: stable averages, quick
-    const server = await startFixtureServer({ defaultResponse: { body } });
-    return { name, body, server };
-  }));
+  const servers = await Promise.all(
+    (Object.keys(STREAMS) as StreamName[]).map(async (name) => {
+      const { body } = repeatedBody(STREAMS[name], 4_000); // a few thousand events: stable averages, quick
+      const server = await startFixtureServer({ defaultResponse: { body } });
+      return { name, body, server };
+    }),
+  );
   const served = Object.fromEntries(
-    servers.map(({ name, body, server }) => [name, { url: name === 'openai' ? server.openaiBaseURL : server.anthropicBaseURL, root: server.url, eventCount: countEvents(body), bytes: Buffer.byteLength(body), repeat: 0 }]),
+    servers.map(({ name, body, server }) => [
+      name,
+      { url: name === 'openai' ? server.openaiBaseURL : server.anthropicBaseURL, root: server.url, eventCount: countEvents(body), bytes: Buffer.byteLength(body), repeat: 0 },
+    ]),
   ) as Served;
   const rig = await harnessRig(served);
   try {
@@ -187,15 +195,22 @@ export async function run(): Promise<BenchResult> {
       { title: 'journal bytes per streamed chunk (the two stream-bench recordings through the Harness path)', rows: byteRows },
     ],
     targets: [
-      check(`heap after GC at ${TURNS} turns / at ${BASELINE_TURNS} turns`, `${(last.heapUsedMiB / base.heapUsedMiB).toFixed(2)}x (+${round(heapPerTurn)} KiB/turn)`, '— (growth only with the surface)', null),
+      check(
+        `heap after GC at ${TURNS} turns / at ${BASELINE_TURNS} turns`,
+        `${(last.heapUsedMiB / base.heapUsedMiB).toFixed(2)}x (+${round(heapPerTurn)} KiB/turn)`,
+        '— (growth only with the surface)',
+        null,
+      ),
       check(`RSS at ${TURNS} turns / at ${BASELINE_TURNS} turns`, `${(last.rssMiB / base.rssMiB).toFixed(2)}x (+${round(rssPerTurn)} KiB/turn)`, '— (informational)', null),
       check('heap growth per turn beyond the surface (heap KiB/turn ÷ surface JSON KiB/turn)', `${heapToSurface.toFixed(2)}x`, '≤ 4x (an object graph costs a few times its JSON)', !flagged),
-      ...bytes.map((b) => check(`journal bytes / provider SSE bytes (${b.stream})`, `${(b.fileBytes / b.sseBytes).toFixed(2)}x (${round(b.chunkRecordBytes / b.chunks)} B per chunk record)`, '— (informational)', null)),
+      ...bytes.map((b) =>
+        check(`journal bytes / provider SSE bytes (${b.stream})`, `${(b.fileBytes / b.sseBytes).toFixed(2)}x (${round(b.chunkRecordBytes / b.chunks)} B per chunk record)`, '— (informational)', null),
+      ),
     ],
     notes: [
       'RSS and heap from process.memoryUsage() after two full GCs (child process with --expose-gc), checkpointed journal; RSS includes V8 heap reservations, so it moves in steps',
       'the surface grows by 2 messages per turn (the prompt and the assembled reply); the session state keeps the surface only — chunks and events are in the journal file, not in memory',
-      'journal bytes: every chunk is one JSON line {seq,type,atMs,data:{turn,step,chunk}}; the finish chunk carries the whole replay envelope; the SSE body is the provider\'s wire format (with its own per-event JSON envelope)',
+      "journal bytes: every chunk is one JSON line {seq,type,atMs,data:{turn,step,chunk}}; the finish chunk carries the whole replay envelope; the SSE body is the provider's wire format (with its own per-event JSON envelope)",
     ],
   };
 }

@@ -81,7 +81,13 @@ function render(stored: Stored): string {
     ]),
   );
   out.push('');
-  out.push('Versions: ' + Object.entries(stored.versions).map(([name, version]) => `${name} ${version}`).join(', ') + '.');
+  out.push(
+    'Versions: ' +
+      Object.entries(stored.versions)
+        .map(([name, version]) => `${name} ${version}`)
+        .join(', ') +
+      '.',
+  );
   out.push('');
   out.push('## Targets');
   out.push('');

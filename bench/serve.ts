@@ -48,7 +48,7 @@ async function subscribe(url: string, signal: AbortSignal, onFrame: (seq: number
     const atMs = performance.now();
     buffer += decoder.decode(chunk as Uint8Array, { stream: true });
     let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
+    for (end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
       const frame = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
       if (frame.startsWith('id: ')) onFrame(Number(frame.slice(4, frame.indexOf('\n'))), atMs);
@@ -95,11 +95,16 @@ export async function run(): Promise<BenchResult> {
   writeFileSync(scriptPath, JSON.stringify(SCRIPT));
   const harness = await createHarness({
     dataDir: join(dir, 'data'),
-    config: { defaults: { provider: 'scripted', model: 'bench' }, plugins: [{ module: join(root, 'plugins/llm-scripted/index.ts'), config: { paceMs: PACE_MS, fragmentChars: 7, scripts: { bench: scriptPath } } }] },
+    config: {
+      defaults: { provider: 'scripted', model: 'bench' },
+      plugins: [{ module: join(root, 'plugins/llm-scripted/index.ts'), config: { paceMs: PACE_MS, fragmentChars: 7, scripts: { bench: scriptPath } } }],
+    },
   });
   // When each event was appended: registered before the server's sink, so it runs first.
   const appendedAt = new Map<string, Map<number, number>>();
-  harness.kernel.bus.add('session/event', (delivery: { sessionId: string; event: AnySessionEvent }) => void appendedAt.get(delivery.sessionId)?.set(delivery.event.seq, performance.now()), { owner: 'bench' });
+  harness.kernel.bus.add('session/event', (delivery: { sessionId: string; event: AnySessionEvent }) => void appendedAt.get(delivery.sessionId)?.set(delivery.event.seq, performance.now()), {
+    owner: 'bench',
+  });
   const server = await startServer(harness, serveConfigSchema.parse({ port: 0 }), { token: TOKEN, cwd: dir });
   const one: Phase[] = [];
   const many: Phase[] = [];
@@ -141,7 +146,7 @@ export async function run(): Promise<BenchResult> {
       check(`p50 latency, ${SUBSCRIBERS} subscribers / 1 subscriber`, ratioSpread(stat(ratios(p50Many, p50One))), '— (informational)', null),
     ],
     notes: [
-      'server and subscribers share one process (and this machine\'s cores): the subscribers\' own parsing is inside the figure',
+      "server and subscribers share one process (and this machine's cores): the subscribers' own parsing is inside the figure",
       'each frame is serialised once per event and shared by every subscriber (a WeakMap keyed by the frozen event)',
     ],
   };

@@ -112,10 +112,14 @@ export async function run(): Promise<BenchResult> {
             cells.set(key(mode, stream, contender), cell);
             if (cell.error !== undefined) continue;
             try {
-              const { samples } = await inChild<{ samples: Sample[] }>(new URL('./stream/contenders.ts', import.meta.url).href, [contender, stream, String(WARMUPS), String(RUNS), JSON.stringify(served)], {
-                nodeArgs: ['--expose-gc'],
-                timeoutMs: 300_000,
-              });
+              const { samples } = await inChild<{ samples: Sample[] }>(
+                new URL('./stream/contenders.ts', import.meta.url).href,
+                [contender, stream, String(WARMUPS), String(RUNS), JSON.stringify(served)],
+                {
+                  nodeArgs: ['--expose-gc'],
+                  timeoutMs: 300_000,
+                },
+              );
               for (const sample of samples) {
                 const problem = problemOf(contender, sample, served[stream]);
                 if (problem !== undefined) throw new Error(problem);
@@ -173,19 +177,31 @@ export async function run(): Promise<BenchResult> {
       }
       const harness = ratioOf('harness');
       const label = `${mode} ${stream}`;
-      targets.push(check(`Harness / raw SDK, CPU per event (${label})`, harness?.figure ?? 'not measured', `≤ ${TARGET_RATIO.toFixed(2)}x`, harness === undefined ? undefined : harness.median <= TARGET_RATIO));
+      targets.push(
+        check(`Harness / raw SDK, CPU per event (${label})`, harness?.figure ?? 'not measured', `≤ ${TARGET_RATIO.toFixed(2)}x`, harness === undefined ? undefined : harness.median <= TARGET_RATIO),
+      );
       for (const peer of ['vercel', 'pi'] as const) {
         const other = ratioOf(peer);
         const figure = harness === undefined || other === undefined ? (peersMissing ?? 'not measured') : `Harness ${harness.median.toFixed(2)}x vs ${other.median.toFixed(2)}x`;
         targets.push(check(`Harness ahead of ${LABELS[peer]} (${label})`, figure, 'Harness < peer', harness === undefined || other === undefined ? undefined : harness.median < other.median));
       }
     }
-    tables.push({ title: `${mode}: ${mode === 'paced' ? 'one SSE event per write, 100 µs apart (a provider trickle: ~1 event per read) — the headline' : 'the whole body in one write (fixture server): a backlog of events per read — secondary'}`, rows });
+    tables.push({
+      title: `${mode}: ${mode === 'paced' ? 'one SSE event per write, 100 µs apart (a provider trickle: ~1 event per read) — the headline' : 'the whole body in one write (fixture server): a backlog of events per read — secondary'}`,
+      rows,
+    });
   }
   if (layers instanceof Error) tables.push({ title: 'Harness overhead by layer', rows: [{ layer: `FAILED — ${layers.message.split('\n')[0]}` }] });
   else tables.push({ title: `Harness overhead by layer (in-memory SDK events, no network; ${layers.note})`, rows: layers.rows });
 
-  const versions = { ...Object.fromEntries(Object.entries(harnessVersions()).filter(([name]) => name === 'openai' || name === '@anthropic-ai/sdk').map(([n, v]) => [`harness ${n}`, v])), ...peerVersions() };
+  const versions = {
+    ...Object.fromEntries(
+      Object.entries(harnessVersions())
+        .filter(([name]) => name === 'openai' || name === '@anthropic-ai/sdk')
+        .map(([n, v]) => [`harness ${n}`, v]),
+    ),
+    ...peerVersions(),
+  };
   return {
     name: 'stream',
     summary: 'CPU per streamed chunk: Harness and the peers against the raw official SDK, same recorded streams over loopback (issue #9)',
@@ -196,7 +212,9 @@ export async function run(): Promise<BenchResult> {
       'per event = per SSE event with data in the served body (the same denominator for every contender); "items seen" = what each contender iterated (Harness: its StreamChunks, Vercel: fullStream parts, pi: events)',
       'Harness middlewares: 3 × `async function* (request, next) { for await (const chunk of next()) yield chunk; }` — the form DESIGN shows a plugin author; `(request, next) => next()` would cost nothing per chunk',
       `Harness journal: a real FileJournal per stream in a temp dir, every chunk appended as assistant/chunk, checkpoint (write + fsync) before the call and at turn end, as runtime/agent/session.ts does`,
-      `versions: ${Object.entries(versions).map(([name, version]) => `${name} ${version}`).join(', ')} (pi-ai uses its own openai / @anthropic-ai/sdk copies; Vercel speaks HTTP itself)`,
+      `versions: ${Object.entries(versions)
+        .map(([name, version]) => `${name} ${version}`)
+        .join(', ')} (pi-ai uses its own openai / @anthropic-ai/sdk copies; Vercel speaks HTTP itself)`,
       ...(peersMissing ? [`peers SKIPPED: ${peersMissing}`] : []),
     ],
   };

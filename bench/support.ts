@@ -169,11 +169,11 @@ export function textTable(rows: readonly Row[]): string {
 /** A Markdown table. */
 export function markdownTable(rows: readonly Row[]): string {
   const columns = columnsOf(rows);
-  const escape = (value: string) => value.replace(/\|/g, '\\|');
+  const escapeCell = (value: string) => value.replace(/\|/g, '\\|');
   // Numbers right-aligned, text left-aligned.
   const numeric = columns.map((c) => rows.every((row) => typeof row[c] === 'number'));
   const out = [`| ${columns.map(escape).join(' | ')} |`, `| ${columns.map((_, i) => (numeric[i] ? '---:' : '---')).join(' | ')} |`];
-  for (const row of rows) out.push(`| ${columns.map((c) => escape(String(row[c] ?? ''))).join(' | ')} |`);
+  for (const row of rows) out.push(`| ${columns.map((c) => escapeCell(String(row[c] ?? ''))).join(' | ')} |`);
   return out.join('\n');
 }
 

@@ -27,7 +27,11 @@ export function journalOfPrefix(prefix: string, dataDir: string): string | undef
   } catch {
     return undefined;
   }
-  const ids = names.filter((name) => name.endsWith('.jsonl') && name.startsWith(prefix)).map((name) => name.slice(0, -'.jsonl'.length)).filter(isSessionId).sort();
+  const ids = names
+    .filter((name) => name.endsWith('.jsonl') && name.startsWith(prefix))
+    .map((name) => name.slice(0, -'.jsonl'.length))
+    .filter(isSessionId)
+    .sort();
   if (ids.length === 1) return join(dir, `${ids[0]}.jsonl`);
   if (ids.length === 0) return undefined;
   const shown = ids.slice(0, CANDIDATES_SHOWN).join(', ');
@@ -54,7 +58,9 @@ export async function sessionsOfWorkspace(dataDir: string, workspace: string): P
 export async function latestOfWorkspace(dataDir: string, workspace: string): Promise<string> {
   const [latest] = await sessionsOfWorkspace(dataDir, workspace);
   if (latest === undefined) {
-    throw new HarnessError('NO_SESSION_TO_CONTINUE', `No session of the workspace ${printable(workspace)} in ${dataDir}/sessions; start one without --continue (or give another with --cwd <dir>).`, { details: { workspace } });
+    throw new HarnessError('NO_SESSION_TO_CONTINUE', `No session of the workspace ${printable(workspace)} in ${dataDir}/sessions; start one without --continue (or give another with --cwd <dir>).`, {
+      details: { workspace },
+    });
   }
   return latest.path;
 }
@@ -101,10 +107,7 @@ export interface ResumeChoice {
  * terminal.
  * @throws HarnessError `INVALID_ARGUMENTS` for `-c` with `-r`, or `-r` with no id where there is no terminal.
  */
-export async function sessionToResume(
-  options: ResumeChoice,
-  context: { dataDir: string; workspace: string; io: Io; resolveArgument: (argument: string) => string },
-): Promise<string | undefined> {
+export async function sessionToResume(options: ResumeChoice, context: { dataDir: string; workspace: string; io: Io; resolveArgument: (argument: string) => string }): Promise<string | undefined> {
   if (options.continue && options.resume !== undefined) {
     throw new HarnessError('INVALID_ARGUMENTS', '--continue and --resume cannot be combined: --continue resumes the latest session of the workspace, --resume the one you name.');
   }
@@ -112,7 +115,10 @@ export async function sessionToResume(
   if (options.resume === undefined || options.resume === false) return undefined;
   if (typeof options.resume === 'string') return context.resolveArgument(options.resume);
   if (!(process.stdin.isTTY && context.io.interactive)) {
-    throw new HarnessError('INVALID_ARGUMENTS', '--resume with no session opens a picker, which needs a terminal; name the session (--resume <id or prefix>), or use --continue for the latest of this workspace.');
+    throw new HarnessError(
+      'INVALID_ARGUMENTS',
+      '--resume with no session opens a picker, which needs a terminal; name the session (--resume <id or prefix>), or use --continue for the latest of this workspace.',
+    );
   }
   return pickSession(context.dataDir, context.workspace, context.io);
 }

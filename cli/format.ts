@@ -113,7 +113,12 @@ export function oneLine(text: string, max = 120): string {
 
 /** The first line of a (possibly multi-line) message. */
 export function firstLine(text: string): string {
-  return text.split('\n').find((line) => line.trim() !== '')?.trim() ?? '';
+  return (
+    text
+      .split('\n')
+      .find((line) => line.trim() !== '')
+      ?.trim() ?? ''
+  );
 }
 
 /** The one-line preview of a tool call (`→ name {…}`) shows this many characters of its arguments. */

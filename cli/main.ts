@@ -44,7 +44,7 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     .description('Harness — an event-sourced agent runtime. Every session is an append-only journal you can replay, resume, fork and re-run offline.')
     .version(cliVersion(), '-V, --version')
     .option('--config <path>', 'harness config file (default: $HARNESS_CONFIG if set, else ./harness.config.ts (.mts, .js, .mjs) if present, else the built-in stack)')
-    .option('--data-dir <dir>', 'where journals live, in <dir>/sessions (default: the config\'s dataDir, else $HARNESS_HOME, else ~/.harness)')
+    .option('--data-dir <dir>', "where journals live, in <dir>/sessions (default: the config's dataDir, else $HARNESS_HOME, else ~/.harness)")
     .option('--debug', 'print stacks of unexpected errors and info diagnostics')
     .option('--no-color', 'no colours (also: NO_COLOR=1)')
     .showSuggestionAfterError(true)
@@ -52,7 +52,10 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
       writeOut: (s) => io.out.write(s),
       writeErr: (s) => io.err.write(s),
       // The parser's own errors (a missing argument, an unknown command or option) in the CLI's one form.
-      outputError: (s, write) => write(`${s.replace(/^error: /, 'error INVALID_ARGUMENTS: ').trimEnd()}\nhint: \`${selfCommand()} --help\` (or \`${selfCommand()} <command> --help\`) lists the commands, arguments and options.\n`),
+      outputError: (s, write) =>
+        write(
+          `${s.replace(/^error: /, 'error INVALID_ARGUMENTS: ').trimEnd()}\nhint: \`${selfCommand()} --help\` (or \`${selfCommand()} <command> --help\`) lists the commands, arguments and options.\n`,
+        ),
     })
     .addHelpText(
       'after',
@@ -60,7 +63,7 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
         '',
         'Environment:',
         '  HARNESS_CONFIG     the config file when --config is not given',
-        '  HARNESS_HOME       the data directory when neither --data-dir nor the config\'s dataDir is given',
+        "  HARNESS_HOME       the data directory when neither --data-dir nor the config's dataDir is given",
         '  OPENAI_API_KEY, DEEPSEEK_API_KEY, ANTHROPIC_API_KEY   keys of the real providers',
         '  OPENAI_BASE_URL, DEEPSEEK_BASE_URL, ANTHROPIC_BASE_URL  other endpoints for them',
         '  OPENAI_COMPATIBLE_BASE_URL  a Chat Completions server for -p openai-compatible (vLLM, llama.cpp, Ollama…;',
@@ -81,29 +84,34 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
   const turnOptions = (command: Command, { picker }: { picker: boolean }): Command =>
     command
       .option('-p, --provider <id>', 'provider to use (scripted, openai, deepseek, anthropic, openai-compatible, …)')
-      .option('-m, --model <id>', 'model id (default: the config\'s, or the provider\'s first listed model)')
-      .addOption(new Option('-a, --approve <policy>', 'approval policy for tool calls (default: the approvals plugin\'s, read-only); asking policies prompt y/n in a terminal').choices(POLICIES))
-      .option('--cwd <dir>', 'workspace the tools work in; must exist (default: the current directory, or the resumed session\'s)')
-      .option(picker ? '-r, --resume [session]' : '-r, --resume <session>', `continue a session (id, unique id prefix or journal path)${picker ? '; with no id: pick one from a list (in a terminal)' : ''}`)
+      .option('-m, --model <id>', "model id (default: the config's, or the provider's first listed model)")
+      .addOption(new Option('-a, --approve <policy>', "approval policy for tool calls (default: the approvals plugin's, read-only); asking policies prompt y/n in a terminal").choices(POLICIES))
+      .option('--cwd <dir>', "workspace the tools work in; must exist (default: the current directory, or the resumed session's)")
+      .option(
+        picker ? '-r, --resume [session]' : '-r, --resume <session>',
+        `continue a session (id, unique id prefix or journal path)${picker ? '; with no id: pick one from a list (in a terminal)' : ''}`,
+      )
       .option('-c, --continue', 'continue the latest session of the workspace (--cwd, else the current directory)')
       .option('--reasoning-effort <effort>', 'reasoning effort for the model (e.g. low, medium, high)');
 
   turnOptions(program.command('run').argument('<prompt>', 'what to ask (- reads it from stdin)').description('run one turn and stream it; prints the journal and how to replay it'), { picker: false })
-    .option('--json', 'print the journal\'s records instead of the transcript: its header, then each event as it is journaled, one JSON object per line, nothing else on stdout')
+    .option('--json', "print the journal's records instead of the transcript: its header, then each event as it is journaled, one JSON object per line, nothing else on stdout")
     .action(async (prompt: string, options) => {
-    const { runCommand } = await import('./commands/run.ts');
-    exit(await runCommand(prompt, options, globals(), io));
-  });
+      const { runCommand } = await import('./commands/run.ts');
+      exit(await runCommand(prompt, options, globals(), io));
+    });
 
   turnOptions(program.command('chat').description('multi-turn REPL (Ctrl-C cancels the running turn; Ctrl-C twice, or Ctrl-D, quits)'), { picker: true }).action(async (options) => {
     const { chatCommand } = await import('./commands/chat.ts');
     exit(await chatCommand(options, globals(), io, { watch: false }));
   });
 
-  turnOptions(program.command('dev').description('chat, plus hot reload: a saved change in a plugin folder of the config reloads that plugin in the live session'), { picker: true }).action(async (options) => {
-    const { chatCommand } = await import('./commands/chat.ts');
-    exit(await chatCommand(options, globals(), io, { watch: true }));
-  });
+  turnOptions(program.command('dev').description('chat, plus hot reload: a saved change in a plugin folder of the config reloads that plugin in the live session'), { picker: true }).action(
+    async (options) => {
+      const { chatCommand } = await import('./commands/chat.ts');
+      exit(await chatCommand(options, globals(), io, { watch: true }));
+    },
+  );
 
   program
     .command('replay')
@@ -112,11 +120,14 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     .option('--json', 'raw events, one JSON object per line (with --at: the state as JSON)')
     .option('--at <seq>', 'the state at this seq: header, messages, usage', positiveInt)
     .option('--verify', 'integrity check; exits 1 on any damage')
-    .option('--cassette', 're-run the session offline with the config\'s plugins and the model replaced by the recording; report any divergence (exit 1)')
+    .option('--cassette', "re-run the session offline with the config's plugins and the model replaced by the recording; report any divergence (exit 1)")
     .option('--run-tools <dir>', 'with --cassette: re-execute the tool calls in a scratch copy of <dir> (default: serve the recorded results)')
-    .option('--inject <fault>', 'with --cassette: fail a recorded call, e.g. 2:disconnect@3, 1:status=429,retry-after=1, 3:stall (repeatable)', (value: string, list: string[] = []) => [...list, value])
+    .option('--inject <fault>', 'with --cassette: fail a recorded call, e.g. 2:disconnect@3, 1:status=429,retry-after=1, 3:stall (repeatable)', (value: string, list: string[] = []) => [
+      ...list,
+      value,
+    ])
     .option('--update', 'with --cassette: write a divergent re-run as a new journal (a fork of the recording) and print its id')
-    .addOption(new Option('-a, --approve <policy>', 'with --cassette: the approval policy (default: the approvals plugin\'s)').choices(POLICIES))
+    .addOption(new Option('-a, --approve <policy>', "with --cassette: the approval policy (default: the approvals plugin's)").choices(POLICIES))
     .option('--salvage', 'skip corrupt lines instead of failing (transcript and --json)')
     .action(async (session: string, options) => {
       const { replayCommand } = await import('./commands/replay.ts');

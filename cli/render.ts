@@ -89,7 +89,11 @@ export class LiveRenderer {
         this.line(c.dim(`… compacting ${event.data.messageCount} messages (${event.data.trigger})`));
         break;
       case 'compaction/end':
-        this.line(c.dim(event.data.outcome === 'compacted' ? `… compacted (${event.data.keptMessageCount ?? '?'} messages kept)` : `… compaction failed: ${oneLine(event.data.failure?.message ?? 'unknown', 240)}`));
+        this.line(
+          c.dim(
+            event.data.outcome === 'compacted' ? `… compacted (${event.data.keptMessageCount ?? '?'} messages kept)` : `… compaction failed: ${oneLine(event.data.failure?.message ?? 'unknown', 240)}`,
+          ),
+        );
         break;
       case 'turn/end':
         this.pause();
@@ -211,13 +215,17 @@ export class TranscriptPrinter {
       case 'turn/end': {
         const reason = event.data.reason;
         const colour = reason === 'completed' ? c.green : reason === 'aborted' || reason === 'max-tokens' ? c.yellow : c.red;
-        this.print(`${seq} ${colour(`turn ${event.data.turn} ${printable(reason)}`)}${event.data.failure ? c.red(` — ${printable(event.data.failure.code)}: ${oneLine(event.data.failure.message, 200)}`) : ''}`);
+        this.print(
+          `${seq} ${colour(`turn ${event.data.turn} ${printable(reason)}`)}${event.data.failure ? c.red(` — ${printable(event.data.failure.code)}: ${oneLine(event.data.failure.message, 200)}`) : ''}`,
+        );
         break;
       }
       case 'request/header': {
         const { header, reason } = event.data;
         const tools = Array.isArray(header.tools) ? header.tools.map((t) => t.name).join(', ') : String(header.tools);
-        this.print(`${seq} ${c.dim(printable(`model ${header.config.provider}/${header.config.model}${header.config.reasoningEffort ? ` (effort ${header.config.reasoningEffort})` : ''} · ${reason} · tools: ${tools || 'none'}`))}`);
+        this.print(
+          `${seq} ${c.dim(printable(`model ${header.config.provider}/${header.config.model}${header.config.reasoningEffort ? ` (effort ${header.config.reasoningEffort})` : ''} · ${reason} · tools: ${tools || 'none'}`))}`,
+        );
         break;
       }
       case 'user/message':
@@ -236,7 +244,10 @@ export class TranscriptPrinter {
         this.toolNames.set(event.data.callId, event.data.name);
         break;
       case 'approval/decided':
-        if (event.data.decision === 'deny') this.print(`${seq} ${c.red(printable(`denied ${this.toolNames.get(event.data.callId) ?? event.data.callId} (${event.data.decidedBy}${event.data.reason ? `: ${event.data.reason}` : ''})`))}`);
+        if (event.data.decision === 'deny')
+          this.print(
+            `${seq} ${c.red(printable(`denied ${this.toolNames.get(event.data.callId) ?? event.data.callId} (${event.data.decidedBy}${event.data.reason ? `: ${event.data.reason}` : ''})`))}`,
+          );
         break;
       case 'tool/result': {
         const { text, isError } = toolResultText(event.data.message);
@@ -267,7 +278,14 @@ export class TranscriptPrinter {
   /** One message, role-labelled: reasoning dimmed, text as is, tool calls as `→ name args`. */
   message(prefix: string, message: Message): void {
     const { c } = this.io;
-    const role = message.role === 'assistant' ? c.magenta('assistant') : message.source.kind === 'tool' ? c.cyan('tool') : message.source.kind === 'plugin' ? c.dim(`plugin ${printable(message.source.plugin)}`) : c.blue('user');
+    const role =
+      message.role === 'assistant'
+        ? c.magenta('assistant')
+        : message.source.kind === 'tool'
+          ? c.cyan('tool')
+          : message.source.kind === 'plugin'
+            ? c.dim(`plugin ${printable(message.source.plugin)}`)
+            : c.blue('user');
     const lines: string[] = [];
     for (const block of message.content) {
       if (block.type === 'text') lines.push(printable(block.text));

@@ -6,14 +6,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join, resolve } from 'node:path';
-import {
-  createHarness,
-  HarnessError,
-  type ApprovalRequest,
-  type ApproveFn,
-  type AgentSession,
-  type Harness,
-} from '../runtime/index.ts';
+import { createHarness, HarnessError, type ApproveFn, type AgentSession, type Harness } from '../runtime/index.ts';
 import { isSessionId, resolveSessionPath, sessionsDir } from '../runtime/internal.ts';
 import { defaultConfig } from '../stack/index.ts';
 import type { Ask } from './approval.ts';
@@ -92,11 +85,9 @@ function dataDirSource(harness: Harness, globals: GlobalOptions): string {
 export function checkDataDir(harness: Harness, globals: GlobalOptions): void {
   const dataDir = harness.dataDir;
   const fail = (file: string) =>
-    new HarnessError(
-      'DATA_DIR_INVALID',
-      `The data directory ${dataDir} (from ${dataDirSource(harness, globals)}) cannot hold journals: ${file} is a file, not a directory.`,
-      { details: { dataDir, file } },
-    );
+    new HarnessError('DATA_DIR_INVALID', `The data directory ${dataDir} (from ${dataDirSource(harness, globals)}) cannot hold journals: ${file} is a file, not a directory.`, {
+      details: { dataDir, file },
+    });
   const sessions = join(dataDir, 'sessions');
   for (let path = sessions; ; path = dirname(path)) {
     let info: ReturnType<typeof statOf>;
@@ -193,11 +184,15 @@ export interface TurnOptions {
 export async function resolveCall(harness: Harness, options: TurnOptions, session?: AgentSession): Promise<{ provider?: string; model?: string }> {
   const defaults = harness.config.defaults;
   const last = session?.state.header?.config;
-  let provider = options.provider;
+  const provider = options.provider;
   let model = options.model;
   if (provider === undefined && last === undefined && defaults === undefined) {
     const where = harness.configPath ?? 'the config';
-    throw new HarnessError('NO_DEFAULT_MODEL', `No model to call: ${where} has no defaults and no --provider was given. Add defaults: { provider, model } to ${where}, or pass --provider <id> (and --model <id>).`, { details: { ...(harness.configPath ? { path: harness.configPath } : {}) } });
+    throw new HarnessError(
+      'NO_DEFAULT_MODEL',
+      `No model to call: ${where} has no defaults and no --provider was given. Add defaults: { provider, model } to ${where}, or pass --provider <id> (and --model <id>).`,
+      { details: { ...(harness.configPath ? { path: harness.configPath } : {}) } },
+    );
   }
   if (provider !== undefined && model === undefined) {
     if (provider === last?.provider) model = last.model;
@@ -221,7 +216,15 @@ export async function resolveCall(harness: Harness, options: TurnOptions, sessio
       if (field !== 'reasoningEffort' && last?.[field] === effective[field]) return `${field} "${effective[field]}" is the session's last call's`;
       return `${field} comes from defaults.${field} in ${harness.configPath ?? 'the built-in stack'}`;
     };
-    const field = !HarnessError.is(error) ? undefined : error.code === 'UNKNOWN_MODEL' ? 'model' : error.code === 'NO_ADAPTER' ? 'provider' : error.code === 'UNSUPPORTED_REASONING_EFFORT' ? 'reasoningEffort' : undefined;
+    const field = !HarnessError.is(error)
+      ? undefined
+      : error.code === 'UNKNOWN_MODEL'
+        ? 'model'
+        : error.code === 'NO_ADAPTER'
+          ? 'provider'
+          : error.code === 'UNSUPPORTED_REASONING_EFFORT'
+            ? 'reasoningEffort'
+            : undefined;
     const origin = field === undefined ? undefined : from(field);
     if (origin === undefined || !HarnessError.is(error)) throw error;
     throw new HarnessError(error.code, `${error.message} (The ${origin}.)`, { cause: error, details: { ...error.failure } });
@@ -243,7 +246,10 @@ export function makeApprover(harness: Harness, policy: string | undefined, ask: 
   const approvals = harness.ctx.approvals;
   if (approvals === undefined) {
     if (policy === undefined) return undefined;
-    throw new HarnessError('NO_APPROVALS_PLUGIN', `--approve ${policy} needs the approvals plugin, which the config does not load; add { module: 'harness-runtime/plugins/approvals' } to its plugins (defaultPlugins() from 'harness-runtime/stack' includes it).`);
+    throw new HarnessError(
+      'NO_APPROVALS_PLUGIN',
+      `--approve ${policy} needs the approvals plugin, which the config does not load; add { module: 'harness-runtime/plugins/approvals' } to its plugins (defaultPlugins() from 'harness-runtime/stack' includes it).`,
+    );
   }
   return approvals.create(policy ?? approvals.defaultPolicy, ask ? { ask } : {});
 }
@@ -290,7 +296,7 @@ export function hintFor(error: HarnessError, context: { globals: GlobalOptions; 
     case 'INVALID_PLUGIN':
       return `the config is ${configName(config)} (${config.from}); --config <path> or $HARNESS_CONFIG picks another.`;
     case 'DATA_DIR_INVALID':
-      return 'point --data-dir, $HARNESS_HOME or the config\'s dataDir at a directory (it is created when missing).';
+      return "point --data-dir, $HARNESS_HOME or the config's dataDir at a directory (it is created when missing).";
     case 'JOURNAL_NOT_FOUND':
       return `\`${self} sessions\` lists the sessions${context.dataDir ? ` in ${context.dataDir}` : ''}; a journal can also be named by its path.`;
     case 'JOURNAL_HEADER':
@@ -318,7 +324,7 @@ export function withConfigPath(error: HarnessError, configPath: string | undefin
  */
 export async function errorLocation(error: HarnessError, configPath: string | undefined): Promise<{ at: string; lineText?: string; column?: number } | undefined> {
   if (error.code !== 'INVALID_CONFIG' && error.code !== 'PLUGIN_IMPORT_FAILED') return undefined;
-  const file = error.code === 'INVALID_CONFIG' ? configPath : (typeof error.failure.path === 'string' ? error.failure.path : undefined);
+  const file = error.code === 'INVALID_CONFIG' ? configPath : typeof error.failure.path === 'string' ? error.failure.path : undefined;
   if (file === undefined || !existsSync(file)) return undefined;
   const cause = error.cause;
   if (cause instanceof SyntaxError || (cause instanceof Error && cause.name === 'SyntaxError')) {

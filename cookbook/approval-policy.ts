@@ -53,10 +53,7 @@ export async function main(): Promise<{
   const harness = await createHarness({
     config: {
       defaults: { provider: 'scripted', model: 'tidy-notes' },
-      plugins: [
-        { module: '../plugins/llm-scripted/index.ts', config: { scripts: { 'tidy-notes': './scripts/tidy-notes.json' } } },
-        { module: '../plugins/tools-workspace/index.ts' },
-      ],
+      plugins: [{ module: '../plugins/llm-scripted/index.ts', config: { scripts: { 'tidy-notes': './scripts/tidy-notes.json' } } }, { module: '../plugins/tools-workspace/index.ts' }],
     },
     baseDir: fileURLToPath(new URL('.', import.meta.url)),
     dataDir,

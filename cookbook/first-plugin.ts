@@ -65,7 +65,8 @@ export const streamStats = definePlugin({
         if (chunk.type === 'finish') {
           stat = { provider: request.provider, model: request.model, chunkCount, textChars, firstChunkMs: Math.round(firstChunkMs), finish: chunk.finish.kind };
           calls.push(stat);
-          if (firstChunkMs > config.slowFirstChunkMs) ctx.report({ level: 'warning', code: 'SLOW_FIRST_CHUNK', message: `${request.provider}/${request.model} took ${Math.round(firstChunkMs)} ms to start` });
+          if (firstChunkMs > config.slowFirstChunkMs)
+            ctx.report({ level: 'warning', code: 'SLOW_FIRST_CHUNK', message: `${request.provider}/${request.model} took ${Math.round(firstChunkMs)} ms to start` });
           ctx.emit('stream-stats/call', stat);
         }
         yield chunk;
@@ -83,11 +84,7 @@ export async function main(): Promise<{ calls: readonly StreamStat[]; emitted: n
   const harness = await createHarness({
     config: {
       defaults: { provider: 'scripted', model: 'scripted-default' },
-      plugins: [
-        { module: '../plugins/llm-scripted/index.ts' },
-        { module: '../plugins/tools-workspace/index.ts' },
-        { plugin: streamStats, config: { slowFirstChunkMs: 5000 } },
-      ],
+      plugins: [{ module: '../plugins/llm-scripted/index.ts' }, { module: '../plugins/tools-workspace/index.ts' }, { plugin: streamStats, config: { slowFirstChunkMs: 5000 } }],
     },
     baseDir: fileURLToPath(new URL('.', import.meta.url)),
     dataDir,

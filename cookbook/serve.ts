@@ -68,7 +68,11 @@ export async function main() {
           const answer = await api('POST', `/v1/sessions/${id}/approvals/${event.data.callId}`, { decision: 'allow' });
           approvals.push(`${event.data.name}: ${answer.status}`);
         }
-        if (event.type === 'assistant/message') reply = event.data.message.content.filter((b: any) => b.type === 'text').map((b: any) => b.text).join('');
+        if (event.type === 'assistant/message')
+          reply = event.data.message.content
+            .filter((b: any) => b.type === 'text')
+            .map((b: any) => b.text)
+            .join('');
         if (event.type === 'turn/end') break read;
       }
     }

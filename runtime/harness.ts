@@ -183,7 +183,14 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
     dataDir,
     async createSession(options = {}) {
       const cwd = requireWorkspace(resolve(options.cwd ?? process.cwd()));
-      const journal = await createJournal({ store: harness.store, cwd, bus: kernel.bus, ...(options.id ? { id: options.id } : {}), ...(options.now ? { now: options.now } : {}), ...(options.parent ? { parent: options.parent } : {}) });
+      const journal = await createJournal({
+        store: harness.store,
+        cwd,
+        bus: kernel.bus,
+        ...(options.id ? { id: options.id } : {}),
+        ...(options.now ? { now: options.now } : {}),
+        ...(options.parent ? { parent: options.parent } : {}),
+      });
       return makeSession(journal, cwd, options);
     },
     async openSession(idOrPath, options = {}) {
@@ -202,7 +209,15 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
       for (const session of [...sessions]) await session.close();
       if (ownsStore && store !== undefined) {
         const closing = store;
-        await closing.close().catch((error) => kernel.bus.report({ level: 'warning', code: 'STORE_CLOSE_FAILED', source: 'harness', message: `Closing the journal store ${closing.location} failed: ${error instanceof Error ? error.message : String(error)}`, error }));
+        await closing.close().catch((error) =>
+          kernel.bus.report({
+            level: 'warning',
+            code: 'STORE_CLOSE_FAILED',
+            source: 'harness',
+            message: `Closing the journal store ${closing.location} failed: ${error instanceof Error ? error.message : String(error)}`,
+            error,
+          }),
+        );
       }
       store = undefined;
       await host.dispose();
@@ -261,9 +276,7 @@ const maxStepsSchema = z.number().int('maxSteps must be an integer (0 or less: n
 const configSchema = z.strictObject({
   dataDir: z.string().min(1).optional(),
   store: z.string().min(1).optional(),
-  defaults: z
-    .strictObject({ provider: z.string().min(1), model: z.string().min(1), reasoningEffort: z.string().min(1).optional(), system: z.string().optional() })
-    .optional(),
+  defaults: z.strictObject({ provider: z.string().min(1), model: z.string().min(1), reasoningEffort: z.string().min(1).optional(), system: z.string().optional() }).optional(),
   retry: z
     .strictObject({
       mode: z.enum(['normal', 'always']).optional(),
@@ -277,7 +290,11 @@ const configSchema = z.strictObject({
   maxSteps: maxStepsSchema.optional(),
   plugins: z.array(
     z
-      .strictObject({ module: z.string().min(1).optional(), plugin: z.custom<PluginSpec['plugin']>((value) => isPluginDefinition(value), 'expected a plugin made with definePlugin').optional(), config: z.unknown().optional() })
+      .strictObject({
+        module: z.string().min(1).optional(),
+        plugin: z.custom<PluginSpec['plugin']>((value) => isPluginDefinition(value), 'expected a plugin made with definePlugin').optional(),
+        config: z.unknown().optional(),
+      })
       .refine((spec) => spec.module !== undefined || spec.plugin !== undefined, 'a plugin entry needs a "module" path (or a "plugin" definition)'),
   ),
 });
@@ -297,7 +314,11 @@ function validateConfig(config: HarnessConfig, path: string | undefined): void {
     return { code: 'INVALID_CONFIG', message, path: at };
   });
   const lines = issues.map((issue) => `  - ${issue.path.length ? issue.path.join('.') : '(config)'}: ${issue.message}`);
-  throw new HarnessError('INVALID_CONFIG', `${where} is not a valid harness config:\n${lines.join('\n')}\nA config is defineConfig({ dataDir?, store?, defaults?: { provider, model, reasoningEffort?, system? }, retry?, plugins: [{ module, config? }] }).`, { issues });
+  throw new HarnessError(
+    'INVALID_CONFIG',
+    `${where} is not a valid harness config:\n${lines.join('\n')}\nA config is defineConfig({ dataDir?, store?, defaults?: { provider, model, reasoningEffort?, system? }, retry?, plugins: [{ module, config? }] }).`,
+    { issues },
+  );
 }
 
 /** @throws HarnessError `WORKSPACE_NOT_FOUND` unless `path` is an existing directory. */

@@ -13,6 +13,8 @@ const run = (command, args) => {
   if (result.status !== 0) process.exit(result.status ?? 1);
 };
 run(process.execPath, [join(root, 'scripts/build.mjs'), '--if-stale']);
-const plugins = readdirSync(join(root, 'plugins'), { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => `./plugins/${entry.name}`);
+const plugins = readdirSync(join(root, 'plugins'), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => `./plugins/${entry.name}`);
 run('npx', ['--no-install', 'publint', '--strict']);
 run('npx', ['--no-install', 'attw', '--pack', '.', '--profile', 'esm-only', '--include-entrypoints', ...plugins]);

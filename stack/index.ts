@@ -138,7 +138,12 @@ type Entry = readonly [option: keyof Omit<StackOptions, 'providers'>, plugin: st
 export function defaultPlugins(options: StackOptions = {}): PluginSpec[] {
   const entries: Entry[] = [
     ['scripted', 'llm-scripted', { paceMs: 12 }],
-    ['openai', 'llm-openai', { providers: { openai: { ...baseURL('OPENAI_BASE_URL') }, deepseek: { ...baseURL('DEEPSEEK_BASE_URL') }, 'openai-compatible': openaiCompatibleRoute(), ...options.providers } }, 'providers'],
+    [
+      'openai',
+      'llm-openai',
+      { providers: { openai: { ...baseURL('OPENAI_BASE_URL') }, deepseek: { ...baseURL('DEEPSEEK_BASE_URL') }, 'openai-compatible': openaiCompatibleRoute(), ...options.providers } },
+      'providers',
+    ],
     ['anthropic', 'llm-anthropic', { providers: { anthropic: { ...baseURL('ANTHROPIC_BASE_URL') } } }, 'providers'],
     ['retry', 'llm-retry', { maxRetries: 3 }],
     ['tokenMeter', 'token-meter', { prices: PRICES }, 'prices'],

@@ -111,22 +111,10 @@ async function drain<T>(start: () => Promise<AsyncIterable<T>>): Promise<Drained
   return { events, error, ms: Date.now() - t0 };
 }
 
-const chatStream = (opts: OpenAI.RequestOptions = {}) =>
-  drain(() =>
-    openai.chat.completions.create(
-      { model: 'gpt-4o', messages: [{ role: 'user', content: 'weather in SF?' }], stream: true },
-      opts,
-    ),
-  );
-const responsesStream = (opts: OpenAI.RequestOptions = {}) =>
-  drain(() => openai.responses.create({ model: 'gpt-5', input: 'compute', stream: true }, opts));
+const chatStream = (opts: OpenAI.RequestOptions = {}) => drain(() => openai.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'weather in SF?' }], stream: true }, opts));
+const responsesStream = (opts: OpenAI.RequestOptions = {}) => drain(() => openai.responses.create({ model: 'gpt-5', input: 'compute', stream: true }, opts));
 const messagesStream = (opts: Anthropic.RequestOptions = {}) =>
-  drain(() =>
-    anthropic.messages.create(
-      { model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }], stream: true },
-      opts,
-    ),
-  );
+  drain(() => anthropic.messages.create({ model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }], stream: true }, opts));
 
 const abortAfter = (ms: number) => {
   const ac = new AbortController();
@@ -138,14 +126,10 @@ const abortAfter = (ms: number) => {
 
 describe('fixture helpers', () => {
   it('resolves fixtures from ../shared/fixtures relative to the project root (or HARNESS_FIXTURES_DIR)', () => {
-    const expected = process.env.HARNESS_FIXTURES_DIR
-      ? path.resolve(process.env.HARNESS_FIXTURES_DIR)
-      : path.resolve(projectRoot, '../shared/fixtures');
+    const expected = process.env.HARNESS_FIXTURES_DIR ? path.resolve(process.env.HARNESS_FIXTURES_DIR) : path.resolve(projectRoot, '../shared/fixtures');
     expect(fixturesDir).toBe(expected);
     expect(existsSync(path.join(projectRoot, 'package.json'))).toBe(true);
-    expect(fixturePath('anthropic/text-with-ping.chunks.jsonl')).toBe(
-      path.join(fixturesDir, 'provider-streams/anthropic/text-with-ping.chunks.jsonl'),
-    );
+    expect(fixturePath('anthropic/text-with-ping.chunks.jsonl')).toBe(path.join(fixturesDir, 'provider-streams/anthropic/text-with-ping.chunks.jsonl'));
     expect(existsSync(fixturePath('openai-chat/single-tool-call-get-weather.sse'))).toBe(true);
   });
 
@@ -240,12 +224,8 @@ describe('fixture server with the real SDKs', () => {
     server.enqueue('anthropic/text-with-ping.chunks.jsonl');
     const { events, error } = await messagesStream();
     expect(error).toBeUndefined();
-    const text = events
-      .map((e) => (e.type === 'content_block_delta' && e.delta.type === 'text_delta' ? e.delta.text : ''))
-      .join('');
-    expect(text).toBe(
-      "Hello! I'm doing well, thank you for asking. How are you doing today? Is there anything I can help you with?",
-    );
+    const text = events.map((e) => (e.type === 'content_block_delta' && e.delta.type === 'text_delta' ? e.delta.text : '')).join('');
+    expect(text).toBe("Hello! I'm doing well, thank you for asking. How are you doing today? Is there anything I can help you with?");
     expect(events.some((e) => (e as { type: string }).type === 'ping')).toBe(false);
     const delta = events.find((e) => e.type === 'message_delta');
     expect(delta).toMatchObject({ delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 30 } });
@@ -328,9 +308,7 @@ describe('fixture server with the real SDKs', () => {
 
   it('a forgotten enqueue fails fast even with SDK retries enabled (x-should-retry: false)', async () => {
     const retrying = new OpenAI({ baseURL: server.openaiBaseURL, apiKey: 'test', maxRetries: 2 });
-    await expect(
-      retrying.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
-    ).rejects.toBeInstanceOf(OpenAI.InternalServerError);
+    await expect(retrying.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(OpenAI.InternalServerError);
     expect(server.requests).toHaveLength(1);
   });
 
@@ -441,15 +419,11 @@ describe('fixture server with the real SDKs', () => {
     expect(body.match(/\[DONE\]/g)).toHaveLength(1);
 
     server.enqueue({ fixture: rel, repeat: 3 });
-    const completion = await openai.chat.completions
-      .stream({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] })
-      .finalChatCompletion();
+    const completion = await openai.chat.completions.stream({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }).finalChatCompletion();
     const calls = completion.choices[0]!.message.tool_calls!;
     expect(calls).toHaveLength(6);
     expect(new Set(calls.map((c) => c.id)).size).toBe(6);
-    expect(calls.map((c) => (c.type === 'function' ? c.function.name : ''))).toEqual([
-      'GetWeatherArgs', 'get_stock_price', 'GetWeatherArgs', 'get_stock_price', 'GetWeatherArgs', 'get_stock_price',
-    ]);
+    expect(calls.map((c) => (c.type === 'function' ? c.function.name : ''))).toEqual(['GetWeatherArgs', 'get_stock_price', 'GetWeatherArgs', 'get_stock_price', 'GetWeatherArgs', 'get_stock_price']);
     for (const c of calls) if (c.type === 'function') expect(() => JSON.parse(c.function.arguments)).not.toThrow();
     expect(calls[4]!.type === 'function' && JSON.parse(calls[4]!.function.arguments)).toEqual({ city: 'Edinburgh', country: 'GB', units: 'c' });
     expect(completion.choices[0]!.finish_reason).toBe('tool_calls');
@@ -464,9 +438,7 @@ describe('fixture server with the real SDKs', () => {
     expect(body.match(/^event: content_block_start$/gm)).toHaveLength(8);
 
     server.enqueue({ body });
-    const message = await anthropic.messages
-      .stream({ model: 'm', max_tokens: 2000, messages: [{ role: 'user', content: 'x' }] })
-      .finalMessage();
+    const message = await anthropic.messages.stream({ model: 'm', max_tokens: 2000, messages: [{ role: 'user', content: 'x' }] }).finalMessage();
     expect(message.content.map((b) => b.type)).toEqual(Array(4).fill(['thinking', 'text']).flat());
     const thinking = message.content[6]!;
     expect(thinking.type === 'thinking' && thinking.signature.length).toBe(504);
@@ -483,9 +455,7 @@ describe('fixture server with the real SDKs', () => {
 describe('SDK observations (see the notes at the top of this file)', () => {
   const overloaded = () => readFixture('anthropic/error-event-overloaded.data-payload.fragment.txt').trim();
   /** thinking stream: message_start, block start, ping, 5 thinking deltas, then the overloaded `event: error`. */
-  const anthropicWithError = () =>
-    splitSseFrames(readFixture('anthropic/thinking-signature-delta-then-text.sse')).slice(0, 8).join('') +
-    sseFrame(overloaded(), 'error');
+  const anthropicWithError = () => splitSseFrames(readFixture('anthropic/thinking-signature-delta-then-text.sse')).slice(0, 8).join('') + sseFrame(overloaded(), 'error');
 
   it('1a. anthropic: mid-stream event: error → base APIError, no status, headers, type overloaded_error', async () => {
     server.enqueue({ body: anthropicWithError() });
@@ -550,7 +520,7 @@ describe('SDK observations (see the notes at the top of this file)', () => {
     expect(r.error).toBeUndefined();
     expect(r.events.at(-1)?.type).toBe('response.completed');
 
-    const withComments = (rel: string) => ': hello\n\n' + readFixture(rel).replace(/\n\n/g, '\n\n: keepalive\n\n');
+    const withComments = (rel: string) => `: hello\n\n${readFixture(rel).replace(/\n\n/g, '\n\n: keepalive\n\n')}`;
     server.enqueue({ body: withComments('openai-chat/single-tool-call-get-weather.sse') });
     const c = await chatStream();
     expect(c.error).toBeUndefined();

@@ -47,7 +47,8 @@ export type WrapMode = 'chat' | 'event';
  */
 export function fixturePath(rel: string, fixturesDir?: string): string {
   if (path.isAbsolute(rel)) return rel;
-  if (fixturesDir === undefined) throw new Error(`fixture-server: "${rel}" is a relative fixture path but no fixturesDir was given; pass fixturesDir (to startFixtureServer or this function) or an absolute path`);
+  if (fixturesDir === undefined)
+    throw new Error(`fixture-server: "${rel}" is a relative fixture path but no fixturesDir was given; pass fixturesDir (to startFixtureServer or this function) or an absolute path`);
   return path.resolve(fixturesDir, rel);
 }
 
@@ -63,7 +64,14 @@ export function inferWrapMode(rel: string, fixturesDir?: string): WrapMode {
   const known = (top: string | undefined): WrapMode | undefined =>
     top === 'openai-chat' || top === 'deepseek' || top === 'openai-compatible' ? 'chat' : top === 'anthropic' || top === 'openai-responses' ? 'event' : undefined;
   // The top folder under fixturesDir; for an absolute path, the nearest folder with a known name.
-  const mode = fixturesDir === undefined && path.isAbsolute(rel) ? parts.slice(0, -1).reverse().map(known).find((m) => m !== undefined) : known(parts[0]);
+  const mode =
+    fixturesDir === undefined && path.isAbsolute(rel)
+      ? parts
+          .slice(0, -1)
+          .reverse()
+          .map(known)
+          .find((m) => m !== undefined)
+      : known(parts[0]);
   if (mode) return mode;
   throw new Error(`fixture-server: cannot infer wrap mode for "${rel}"; pass wrap: 'chat' | 'event'`);
 }
@@ -75,7 +83,7 @@ function chunkLines(rel: string, fixturesDir?: string): string[] {
 }
 
 function wrapLines(lines: string[], wrap: WrapMode): string {
-  if (wrap === 'chat') return lines.map((line) => `data: ${line}\n\n`).join('') + 'data: [DONE]\n\n';
+  if (wrap === 'chat') return `${lines.map((line) => `data: ${line}\n\n`).join('')}data: [DONE]\n\n`;
   return lines
     .map((line) => {
       const type = (JSON.parse(line) as { type?: unknown }).type;
@@ -200,18 +208,12 @@ export function repeatSseFrames(body: string | Buffer, n: number): string {
 }
 
 function repeatOpenAIChat(frames: ParsedFrame[], n: number): string {
-  const isTerminal = (f: ParsedFrame): boolean =>
-    f.data === '[DONE]' ||
-    (Array.isArray(f.json?.choices) &&
-      (f.json.choices.length === 0 || f.json.choices.some((c: any) => c.finish_reason != null)));
+  const isTerminal = (f: ParsedFrame): boolean => f.data === '[DONE]' || (Array.isArray(f.json?.choices) && (f.json.choices.length === 0 || f.json.choices.some((c: any) => c.finish_reason != null)));
   const isRoleOnly = (f: ParsedFrame): boolean => {
     const c = f.json?.choices;
     if (!Array.isArray(c) || c.length !== 1) return false;
     const d = c[0].delta ?? {};
-    return (
-      'role' in d &&
-      Object.entries(d).every(([k, v]) => k === 'role' || v === null || v === '' || (Array.isArray(v) && v.length === 0))
-    );
+    return 'role' in d && Object.entries(d).every(([k, v]) => k === 'role' || v === null || v === '' || (Array.isArray(v) && v.length === 0));
   };
   let i = 0;
   const head: ParsedFrame[] = [];
@@ -220,9 +222,7 @@ function repeatOpenAIChat(frames: ParsedFrame[], n: number): string {
   const content = rest.filter((f) => !isTerminal(f));
   const tail = rest.filter((f) => isTerminal(f));
   let toolSlots = 0;
-  for (const f of content)
-    for (const c of f.json?.choices ?? [])
-      for (const tc of c.delta?.tool_calls ?? []) toolSlots = Math.max(toolSlots, (tc.index ?? 0) + 1);
+  for (const f of content) for (const c of f.json?.choices ?? []) for (const tc of c.delta?.tool_calls ?? []) toolSlots = Math.max(toolSlots, (tc.index ?? 0) + 1);
 
   const out: string[] = head.map((f) => terminated(f.raw));
   for (let r = 0; r < n; r++) {
@@ -525,19 +525,14 @@ export async function startFixtureServer(options: FixtureServerOptions = {}): Pr
     for (let i = 0; socket && !socket.destroyed && socket.writableLength > 0 && i < 1000; i++) await sleep(1);
   };
 
-  async function respond(req: IncomingMessage, res: ServerResponse, p: PreparedResponse): Promise<void> {
+  async function respond(_req: IncomingMessage, res: ServerResponse, p: PreparedResponse): Promise<void> {
     if (p.hang === 'before-headers') return;
     res.writeHead(p.status, p.headers);
     res.flushHeaders();
     const body = p.body ?? Buffer.alloc(0);
     const limit = p.closeAfterBytes === undefined ? body.length : Math.min(p.closeAfterBytes, body.length);
     const toSend = body.subarray(0, limit);
-    const frames =
-      p.frameDelayMs > 0
-        ? splitSseFrames(toSend.toString('latin1')).map((f) => Buffer.from(f, 'latin1'))
-        : toSend.length
-          ? [toSend]
-          : [];
+    const frames = p.frameDelayMs > 0 ? splitSseFrames(toSend.toString('latin1')).map((f) => Buffer.from(f, 'latin1')) : toSend.length ? [toSend] : [];
     for (let i = 0; i < frames.length; i++) {
       if (gone(res)) return;
       if (i > 0 && p.frameDelayMs > 0) {

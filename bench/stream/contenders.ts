@@ -255,7 +255,11 @@ export async function vercelContender(served: Served): Promise<Record<StreamName
 // ── (d) pi-ai ─────────────────────────────────────────────────────────────────────────────────────
 
 interface PiModule {
-  stream(model: unknown, context: unknown, options?: Record<string, unknown>): AsyncIterable<{ type: string; reason?: string; message?: { content: unknown[] }; error?: { errorMessage?: string; content: unknown[] } }>;
+  stream(
+    model: unknown,
+    context: unknown,
+    options?: Record<string, unknown>,
+  ): AsyncIterable<{ type: string; reason?: string; message?: { content: unknown[] }; error?: { errorMessage?: string; content: unknown[] } }>;
 }
 
 export async function piContender(served: Served): Promise<Record<StreamName, Consume>> {

@@ -81,18 +81,31 @@ async function measure(): Promise<LayerReport> {
         }
       };
       const steps: Array<[string, () => Promise<void>]> = [
-        ['in-memory SDK events (baseline: a turn of the event loop per event)', async () => {
-          for await (const _event of sdk());
-        }],
-        ['+ adapter (StreamPump + parser)', async () => {
-          for await (const _chunk of registration.adapter.stream(options() as never));
-        }],
-        ['+ llm/stream boundary (service, no middleware)', async () => {
-          for await (const _chunk of harness.llm.stream(options() as never));
-        }],
-        ['+ 3 async-generator pass-through middlewares', () => withMiddlewares(async () => {
-          for await (const _chunk of harness.llm.stream(options() as never));
-        })],
+        [
+          'in-memory SDK events (baseline: a turn of the event loop per event)',
+          async () => {
+            for await (const _event of sdk());
+          },
+        ],
+        [
+          '+ adapter (StreamPump + parser)',
+          async () => {
+            for await (const _chunk of registration.adapter.stream(options() as never));
+          },
+        ],
+        [
+          '+ llm/stream boundary (service, no middleware)',
+          async () => {
+            for await (const _chunk of harness.llm.stream(options() as never));
+          },
+        ],
+        [
+          '+ 3 async-generator pass-through middlewares',
+          () =>
+            withMiddlewares(async () => {
+              for await (const _chunk of harness.llm.stream(options() as never));
+            }),
+        ],
         ['+ BlockAssembler', () => withMiddlewares(() => throughService(false))],
         ['+ FileJournal (assistant/chunk per chunk, checkpoints) = the full path', () => withMiddlewares(() => throughService(true))],
       ];
@@ -107,7 +120,7 @@ async function measure(): Promise<LayerReport> {
         }
       }
       const column: Record<string, number> = {};
-      steps.forEach(([label], k) => (column[label] = median(samples[k]!)));
+      for (const [k, [label]] of steps.entries()) column[label] = median(samples[k]!);
       columns[name] = column;
     }
   } finally {

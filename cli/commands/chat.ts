@@ -22,7 +22,20 @@ import { sessionsOfWorkspace } from '../find-session.ts';
 import { formatAgo, formatMs, oneLine, printable } from '../format.ts';
 import { onStop, type StopRequest } from '../lifecycle.ts';
 import { LiveRenderer, TranscriptPrinter } from '../render.ts';
-import { checkWorkspace, errorLocation, makeApprover, openHarness, POLICIES, resolveCall, selfWithGlobals, sessionArgument, sessionHints, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
+import {
+  checkWorkspace,
+  errorLocation,
+  makeApprover,
+  openHarness,
+  POLICIES,
+  resolveCall,
+  selfWithGlobals,
+  sessionArgument,
+  sessionHints,
+  titleOf,
+  type GlobalOptions,
+  type TurnOptions,
+} from '../setup.ts';
 import { UsageTally } from '../usage.ts';
 import { failureHint, journalToResume, resumeSession } from './run.ts';
 
@@ -93,7 +106,10 @@ async function recapOf(session: AgentSession, dataDir: string, globals: GlobalOp
   const from = starts[Math.max(0, starts.length - RECAP_TURNS)]!;
   const shown = starts.length - starts.indexOf(from);
   const { c } = io;
-  const which = shown === starts.length ? `the session so far (${starts.length} turn${starts.length === 1 ? '' : 's'})` : `the last ${shown} of ${starts.length} turns — ${selfWithGlobals(globals)} replay ${shellQuote(sessionArgument(session.path, dataDir))} shows them all`;
+  const which =
+    shown === starts.length
+      ? `the session so far (${starts.length} turn${starts.length === 1 ? '' : 's'})`
+      : `the last ${shown} of ${starts.length} turns — ${selfWithGlobals(globals)} replay ${shellQuote(sessionArgument(session.path, dataDir))} shows them all`;
   const lines: string[] = [];
   const printer = new TranscriptPrinter({ ...io, out: { write: (text: string) => lines.push(text) } as unknown as NodeJS.WriteStream });
   for (const event of events.slice(from)) printer.event(event);
@@ -134,9 +150,17 @@ class Repl {
     const { c } = this.io;
     const header = this.session?.state.header?.config;
     const defaults = this.harness.config.defaults;
-    const model = this.options.call.provider ? `${this.options.call.provider}/${this.options.call.model}` : header ? `${header.provider}/${header.model}` : defaults ? `${defaults.provider}/${defaults.model}` : 'no default model';
+    const model = this.options.call.provider
+      ? `${this.options.call.provider}/${this.options.call.model}`
+      : header
+        ? `${header.provider}/${header.model}`
+        : defaults
+          ? `${defaults.provider}/${defaults.model}`
+          : 'no default model';
     const which = this.session ? `session ${this.session.id}` : 'new session (its journal starts with the first prompt)';
-    this.io.out.write(`${c.bold('harness chat')} ${c.dim(`· ${which} · ${model} · approvals ${this.options.approve ?? this.harness.ctx.approvals?.defaultPolicy ?? 'deny-all (no approvals plugin)'}`)}\n${c.dim('Ctrl-C cancels a turn · Ctrl-C twice or Ctrl-D quits · /help')}\n${this.options.recap ?? ''}`);
+    this.io.out.write(
+      `${c.bold('harness chat')} ${c.dim(`· ${which} · ${model} · approvals ${this.options.approve ?? this.harness.ctx.approvals?.defaultPolicy ?? 'deny-all (no approvals plugin)'}`)}\n${c.dim('Ctrl-C cancels a turn · Ctrl-C twice or Ctrl-D quits · /help')}\n${this.options.recap ?? ''}`,
+    );
     return new Promise<number>((resolveExit) => {
       this.exit = resolveExit;
       this.rl.on('line', (line) => {
@@ -229,7 +253,8 @@ class Repl {
         return void out(c.green(`model ${call.provider}/${call.model} — the next request uses it`));
       }
       case 'approve': {
-        if (!(POLICIES as readonly string[]).includes(args)) throw new HarnessError('INVALID_ARGUMENTS', `/approve takes a policy: ${POLICIES.join(', ')} (now: ${this.options.approve ?? this.harness.ctx.approvals?.defaultPolicy ?? 'deny-all'}).`);
+        if (!(POLICIES as readonly string[]).includes(args))
+          throw new HarnessError('INVALID_ARGUMENTS', `/approve takes a policy: ${POLICIES.join(', ')} (now: ${this.options.approve ?? this.harness.ctx.approvals?.defaultPolicy ?? 'deny-all'}).`);
         makeApprover(this.harness, args, undefined); // needs the approvals plugin: fails here, not at the next tool call
         this.options.approve = args;
         return void out(c.green(`approvals ${args} from now on`));
@@ -244,7 +269,8 @@ class Repl {
         const workspace = this.options.cwd ?? this.session?.session.cwd ?? process.cwd();
         const sessions = (await sessionsOfWorkspace(this.harness.dataDir, workspace)).slice(0, 10);
         if (sessions.length === 0) return void out(c.dim(`no sessions of ${workspace} yet`));
-        for (const s of sessions) out(`  ${s.id.slice(0, 8)}  ${oneLine(s.title ?? '(untitled)', 48).padEnd(48)}  ${c.dim(`${s.turnCount} turn${s.turnCount === 1 ? '' : 's'} · ${formatAgo(s.lastUpdateAtMs)}`)}`);
+        for (const s of sessions)
+          out(`  ${s.id.slice(0, 8)}  ${oneLine(s.title ?? '(untitled)', 48).padEnd(48)}  ${c.dim(`${s.turnCount} turn${s.turnCount === 1 ? '' : 's'} · ${formatAgo(s.lastUpdateAtMs)}`)}`);
         return void out(c.dim(`resume one with: ${selfWithGlobals(this.globals)} chat -r <id>`));
       }
       default:
@@ -298,8 +324,8 @@ class Repl {
         this.io.out.write(`${c.red(`error ${printable(end.failure?.code ?? 'UNKNOWN')}:`)} ${printable(end.failure?.message ?? 'the turn failed')}\n`);
         const hint = failureHint(end.failure);
         if (hint) this.io.out.write(`${c.dim(`hint: ${hint}`)}\n`);
-      }
-      else if (end?.reason === 'aborted') this.io.out.write(c.yellow(this.stopRequest ? `cancelled — the turn was aborted (${this.stopRequest.label})\n` : 'cancelled — the turn was aborted; the session goes on\n'));
+      } else if (end?.reason === 'aborted')
+        this.io.out.write(c.yellow(this.stopRequest ? `cancelled — the turn was aborted (${this.stopRequest.label})\n` : 'cancelled — the turn was aborted; the session goes on\n'));
       else if (end?.reason === 'max-tokens') this.io.out.write(c.yellow('the reply hit the output limit (max-tokens)\n'));
       if (this.tally && end) this.io.out.write(`${c.dim(this.tally.footer(this.harness, this.io))}\n\n`);
     })();
@@ -317,24 +343,27 @@ class Repl {
     renderer.breakLine();
     const cancelled = () => ({ none: this.cancelledBy ?? 'the turn was cancelled' });
     if (signal.aborted) return { allow: false, reason: `no answer (${cancelled().none})` };
-    return askInTerminal(request, this.io, (prompt) =>
-      new Promise((done) => {
-        if (signal.aborted) return done(cancelled());
-        if (this.eof) return done({ none: 'end of input' });
-        const settle = (reply: { text: string } | { none: string }) => {
-          signal.removeEventListener('abort', onAbort);
-          this.rl.off('close', onClose);
-          done(reply);
-        };
-        const onAbort = () => {
-          this.io.out.write('\n');
-          settle(cancelled());
-        };
-        const onClose = () => settle({ none: 'end of input' }); // Ctrl-D at the question
-        signal.addEventListener('abort', onAbort, { once: true });
-        this.rl.once('close', onClose);
-        this.rl.question(prompt, { signal }, (text) => settle({ text }));
-      }),
+    return askInTerminal(
+      request,
+      this.io,
+      (prompt) =>
+        new Promise((done) => {
+          if (signal.aborted) return done(cancelled());
+          if (this.eof) return done({ none: 'end of input' });
+          const settle = (reply: { text: string } | { none: string }) => {
+            signal.removeEventListener('abort', onAbort);
+            this.rl.off('close', onClose);
+            done(reply);
+          };
+          const onAbort = () => {
+            this.io.out.write('\n');
+            settle(cancelled());
+          };
+          const onClose = () => settle({ none: 'end of input' }); // Ctrl-D at the question
+          signal.addEventListener('abort', onAbort, { once: true });
+          this.rl.once('close', onClose);
+          this.rl.question(prompt, { signal }, (text) => settle({ text }));
+        }),
     );
   }
 
@@ -393,14 +422,20 @@ async function startWatcher(harness: Harness, notify: (line: string) => void, io
     const folder = dirname(info.module);
     folders.set(folder, [...(folders.get(folder) ?? []), info.name]);
   }
-  harness.kernel.bus.add('plugin/reloaded', (event: PluginReloadedEvent) => notify(c.green(`↻ reloaded ${event.name} (generation ${event.generation}, ${formatMs(event.reloadMs)}) — the session goes on with the new code`)), { owner: 'cli' });
+  harness.kernel.bus.add(
+    'plugin/reloaded',
+    (event: PluginReloadedEvent) => notify(c.green(`↻ reloaded ${event.name} (generation ${event.generation}, ${formatMs(event.reloadMs)}) — the session goes on with the new code`)),
+    { owner: 'cli' },
+  );
   harness.kernel.bus.add(
     'plugin/reload-failed',
     (event: PluginReloadFailedEvent) => {
       // A syntax error is reported with its file:line:col (found by parsing the file again).
       const located = HarnessError.is(event.error) ? errorLocation(event.error, '').catch(() => undefined) : Promise.resolve(undefined);
       void located.then((where) =>
-        notify(c.red(`✗ reload of ${event.name} failed — ${event.failure.code}: ${oneLine(describeFailure(event), 240)}${where ? ` (at ${where.at})` : ''} (generation ${event.generation} still serving)`)),
+        notify(
+          c.red(`✗ reload of ${event.name} failed — ${event.failure.code}: ${oneLine(describeFailure(event), 240)}${where ? ` (at ${where.at})` : ''} (generation ${event.generation} still serving)`),
+        ),
       );
     },
     { owner: 'cli' },

@@ -101,11 +101,17 @@ test('the model calls word_count and answers with its result', async () => {
  */
 export async function initCommand(dir: string | undefined, io: Io): Promise<number> {
   const target = resolve(dir ?? '.');
-  const name = basename(target).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'harness-project';
+  const name =
+    basename(target)
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[._-]+/, '') || 'harness-project';
   const files = scaffold(name, cliVersion());
   const taken = Object.keys(files).filter((file) => existsSync(join(target, file)));
   if (taken.length > 0) {
-    throw new HarnessError('INIT_TARGET_EXISTS', `${target} already has ${taken.join(', ')}; harness init writes only into a folder without them (give another folder: harness init <dir>).`, { details: { path: target, files: taken } });
+    throw new HarnessError('INIT_TARGET_EXISTS', `${target} already has ${taken.join(', ')}; harness init writes only into a folder without them (give another folder: harness init <dir>).`, {
+      details: { path: target, files: taken },
+    });
   }
   for (const [file, text] of Object.entries(files)) {
     mkdirSync(join(target, file, '..'), { recursive: true });
@@ -120,7 +126,7 @@ export async function initCommand(dir: string | undefined, io: Io): Promise<numb
       'Next:',
       ...(where === '.' ? [] : [`  cd ${shellQuote(where)}`]),
       '  npm install          # harness-runtime and tsx',
-      '  npm test             # the plugin\'s offline test',
+      "  npm test             # the plugin's offline test",
       '  npx harness dev      # chat with hot reload: save plugins/word-count.ts and it reloads',
       '',
     ].join('\n'),

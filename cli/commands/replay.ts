@@ -4,17 +4,7 @@
  * re-run through llm-replay (exit 1 on divergence, see cassette.ts).
  */
 import { isDeepStrictEqual } from 'node:util';
-import {
-  assembleChunks,
-  HarnessError,
-  openSession,
-  readJournal,
-  readJournalHeader,
-  recordedCalls,
-  type AnySessionEvent,
-  type OpenedSession,
-  type SessionState,
-} from '../../runtime/index.ts';
+import { assembleChunks, HarnessError, openSession, readJournal, readJournalHeader, recordedCalls, type AnySessionEvent, type OpenedSession, type SessionState } from '../../runtime/index.ts';
 import { Folder, initialState, unansweredToolCalls } from '../../runtime/internal.ts';
 import type { Io } from '../env.ts';
 import { formatUsage, oneLine, printable } from '../format.ts';
@@ -46,7 +36,10 @@ function checkFlags(options: ReplayOptions): void {
   const cassetteOnly = (['runTools', 'inject', 'update', 'approve'] as const).filter((name) => set(name) && !(name === 'inject' && options.inject?.length === 0));
   if (cassetteOnly.length > 0 && !set('cassette')) {
     const names = { runTools: '--run-tools', inject: '--inject', update: '--update', approve: '--approve' } as const;
-    throw new HarnessError('INVALID_ARGUMENTS', `${cassetteOnly.map((name) => names[name]).join(', ')} only go${cassetteOnly.length === 1 ? 'es' : ''} with --cassette (an offline re-run); add --cassette.`);
+    throw new HarnessError(
+      'INVALID_ARGUMENTS',
+      `${cassetteOnly.map((name) => names[name]).join(', ')} only go${cassetteOnly.length === 1 ? 'es' : ''} with --cassette (an offline re-run); add --cassette.`,
+    );
   }
   for (const mode of ['verify', 'cassette', 'at'] as const) {
     if (!set(mode)) continue;
@@ -62,7 +55,17 @@ export async function replayCommand(session: string, options: ReplayOptions, glo
   checkFlags(options);
   if (options.cassette) {
     const { cassetteCommand } = await import('./cassette.ts');
-    return cassetteCommand(session, { ...(options.runTools !== undefined ? { runTools: options.runTools } : {}), ...(options.inject ? { inject: options.inject } : {}), ...(options.update ? { update: true } : {}), ...(options.approve !== undefined ? { approve: options.approve } : {}) }, globals, io);
+    return cassetteCommand(
+      session,
+      {
+        ...(options.runTools !== undefined ? { runTools: options.runTools } : {}),
+        ...(options.inject ? { inject: options.inject } : {}),
+        ...(options.update ? { update: true } : {}),
+        ...(options.approve !== undefined ? { approve: options.approve } : {}),
+      },
+      globals,
+      io,
+    );
   }
   // The config's plugins are loaded so that their event types are known to the reader.
   const harness = await openHarnessForReading(globals, io);
@@ -132,13 +135,15 @@ function printState(state: SessionState, id: string, seq: number, io: Io): void 
     lines.push(`${c.dim('tools  ')} ${printable(Array.isArray(h.tools) ? h.tools.map((t) => t.name).join(', ') || 'none' : String(h.tools))}`);
   } else lines.push(`${c.dim('model  ')} (no request header yet)`);
   const open = state.openTurn;
-  lines.push(`${c.dim('turns  ')} ${state.turnCount}${open ? ` · turn ${open.turn} open${open.step ? `, step ${open.step}${open.stepOpen ? ' running' : ''}` : ''}` : state.lastTurnEnd ? ` · last ended ${printable(state.lastTurnEnd.reason)}` : ''}`);
+  lines.push(
+    `${c.dim('turns  ')} ${state.turnCount}${open ? ` · turn ${open.turn} open${open.step ? `, step ${open.step}${open.stepOpen ? ' running' : ''}` : ''}` : state.lastTurnEnd ? ` · last ended ${printable(state.lastTurnEnd.reason)}` : ''}`,
+  );
   lines.push(`${c.dim('usage  ')} ${formatUsage(state.usage)}`);
   if (state.pendingToolCalls.length) lines.push(`${c.dim('pending')} ${printable(state.pendingToolCalls.map((p) => `${p.name} (${p.callId}${p.started ? ', started' : ''})`).join(', '))}`);
   if (state.title) lines.push(`${c.dim('title  ')} ${oneLine(state.title, 200)}`);
   lines.push(`${c.dim('messages')} ${state.messages.length}`);
   printer.print(lines.join('\n'));
-  state.messages.forEach((message, index) => printer.message(c.dim(String(index).padStart(5)), message));
+  for (const [index, message] of state.messages.entries()) printer.message(c.dim(String(index).padStart(5)), message);
 }
 
 /**
@@ -188,7 +193,9 @@ async function verify(path: string, io: Io): Promise<number> {
   }
   if (problems.length === 0 && opened !== undefined) {
     const turns = opened.state.turnCount;
-    io.out.write(`${c.green('ok')} ${path}\n${c.dim(`${opened.eventCount} events, seq 1..${opened.lastSeq} contiguous · ${turns} turn${turns === 1 ? '' : 's'}, all closed · every tool call answered · messages match their chunks`)}\n`);
+    io.out.write(
+      `${c.green('ok')} ${path}\n${c.dim(`${opened.eventCount} events, seq 1..${opened.lastSeq} contiguous · ${turns} turn${turns === 1 ? '' : 's'}, all closed · every tool call answered · messages match their chunks`)}\n`,
+    );
     return 0;
   }
   io.out.write(`${c.red('damaged')} ${printable(path)}\n`);

@@ -53,7 +53,7 @@ export async function runCommand(promptArgument: string, options: RunOptions, gl
 export function failureHint(failure: { readonly code: string; readonly message: string; readonly [key: string]: unknown } | undefined): string | undefined {
   if (failure === undefined || failure.status !== 404) return undefined;
   if (failure.provider === 'openai' || /\/responses\b/.test(failure.message)) {
-    return 'this server has no Responses API (/responses answered 404). An OpenAI-compatible server speaks Chat Completions: use --provider openai-compatible with OPENAI_COMPATIBLE_BASE_URL=<its /v1 URL>, or a provider of the config with api: \'chat\'.';
+    return "this server has no Responses API (/responses answered 404). An OpenAI-compatible server speaks Chat Completions: use --provider openai-compatible with OPENAI_COMPATIBLE_BASE_URL=<its /v1 URL>, or a provider of the config with api: 'chat'.";
   }
   return undefined;
 }
@@ -192,9 +192,8 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
       if (hint) io.err.write(`${io.c.dim(`hint: ${hint}`)}\n`);
       // A plugin's bug (PLUGIN_ERROR) carries its stack: shown with --debug.
       if (globals.debug === true && typeof failure?.stack === 'string') io.err.write(`${io.c.dim(printable(failure.stack))}\n`);
-    }
-    else if (reason === 'aborted' && stop?.cause !== 'EPIPE') io.err.write(io.c.yellow(`cancelled: the turn was aborted${stop ? ` (${stop.label})` : ''}\n`));
-    else if (reason === 'max-tokens') io.err.write(io.c.yellow('note: the reply hit the model\'s output limit (max-tokens); resume to continue\n'));
+    } else if (reason === 'aborted' && stop?.cause !== 'EPIPE') io.err.write(io.c.yellow(`cancelled: the turn was aborted${stop ? ` (${stop.label})` : ''}\n`));
+    else if (reason === 'max-tokens') io.err.write(io.c.yellow("note: the reply hit the model's output limit (max-tokens); resume to continue\n"));
     if (json) {
       // stdout carries the records only.
     } else if (!quiet) {
@@ -202,7 +201,9 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
       io.out.write(`${sessionHints(session, harness.dataDir, globals, io)}\n`);
     } else {
       // The failed turn is journaled (the prompt too): say where, and how to go on from it.
-      io.err.write(`${io.c.dim('journal')} ${session.path}\n${io.c.dim('resume ')} ${selfWithGlobals(globals)} run --resume ${shellQuote(sessionArgument(session.path, harness.dataDir))} "<prompt>"\n`);
+      io.err.write(
+        `${io.c.dim('journal')} ${session.path}\n${io.c.dim('resume ')} ${selfWithGlobals(globals)} run --resume ${shellQuote(sessionArgument(session.path, harness.dataDir))} "<prompt>"\n`,
+      );
     }
     if (stopped()) return stopped()!.exitCode;
     return reason === 'error' ? 1 : reason === 'aborted' ? 130 : 0;
@@ -224,32 +225,35 @@ async function askOnce(request: ApprovalRequest, io: Io, renderer: LiveRenderer,
   if (signal.aborted) return { allow: false, reason: `no answer (${cancelledBy() ?? 'the turn was cancelled'})` };
   const rl = createInterface({ input: process.stdin, output: io.out, terminal: true });
   try {
-    return await askInTerminal(request, io, (prompt) =>
-      new Promise((done) => {
-        let settled = false;
-        const settle = (reply: { text: string } | { none: string }) => {
-          if (settled) return;
-          settled = true;
-          rl.off('SIGINT', onInterrupt);
-          rl.off('close', onClose);
-          signal.removeEventListener('abort', onAbort);
-          done(reply);
-        };
-        const onInterrupt = () => {
-          io.out.write('^C\n');
-          settle({ none: 'Ctrl-C' });
-          process.emit('SIGINT');
-        };
-        const onClose = () => settle({ none: 'end of input' });
-        const onAbort = () => {
-          io.out.write('\n');
-          settle({ none: cancelledBy() ?? 'the turn was cancelled' });
-        };
-        rl.on('SIGINT', onInterrupt);
-        rl.on('close', onClose);
-        signal.addEventListener('abort', onAbort, { once: true });
-        rl.question(prompt, (text) => settle({ text }));
-      }),
+    return await askInTerminal(
+      request,
+      io,
+      (prompt) =>
+        new Promise((done) => {
+          let settled = false;
+          const settle = (reply: { text: string } | { none: string }) => {
+            if (settled) return;
+            settled = true;
+            rl.off('SIGINT', onInterrupt);
+            rl.off('close', onClose);
+            signal.removeEventListener('abort', onAbort);
+            done(reply);
+          };
+          const onInterrupt = () => {
+            io.out.write('^C\n');
+            settle({ none: 'Ctrl-C' });
+            process.emit('SIGINT');
+          };
+          const onClose = () => settle({ none: 'end of input' });
+          const onAbort = () => {
+            io.out.write('\n');
+            settle({ none: cancelledBy() ?? 'the turn was cancelled' });
+          };
+          rl.on('SIGINT', onInterrupt);
+          rl.on('close', onClose);
+          signal.addEventListener('abort', onAbort, { once: true });
+          rl.question(prompt, (text) => settle({ text }));
+        }),
     );
   } finally {
     rl.close();

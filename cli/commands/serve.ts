@@ -6,7 +6,7 @@
  * journals close.
  */
 import { resolve } from 'node:path';
-import { type Harness } from '../../runtime/index.ts';
+import type { Harness } from '../../runtime/index.ts';
 import servePlugin, { checkStore, checkToken, TOKEN_ENV, type ServeService, type StartOptions } from '../../plugins/serve/index.ts';
 import type { Io } from '../env.ts';
 import { onStop } from '../lifecycle.ts';
@@ -44,7 +44,8 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
     const server = await service.start(harness, start);
     io.out.write(`harness serve: listening on ${server.url} (sessions in ${harness.dataDir})${server.queue ? '; a worker of the turn queue' : ''}\n`);
     if (server.tokenGenerated) io.out.write(`token: ${server.token}\n(set ${TOKEN_ENV} to choose it; send it as "Authorization: Bearer <token>")\n`);
-    if (server.host !== '127.0.0.1' && server.host !== '::1') io.err.write(io.c.yellow(`warning: bound to ${server.host}: anyone who can reach it and has the token can run tools in your workspaces\n`));
+    if (server.host !== '127.0.0.1' && server.host !== '::1')
+      io.err.write(io.c.yellow(`warning: bound to ${server.host}: anyone who can reach it and has the token can run tools in your workspaces\n`));
     const code = await new Promise<number>((done) => {
       const onSigint = (): void => done(0);
       process.once('SIGINT', onSigint);

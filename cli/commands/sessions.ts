@@ -25,7 +25,9 @@ export async function sessionsCommand(options: { json?: boolean; workspace?: str
   const harness = await openHarnessForReading(globals, io);
   try {
     const workspace = options.workspace === undefined ? undefined : resolve(options.workspace);
-    const sessions = (await listSessions(harness.dataDir)).filter((s) => workspace === undefined || (s.cwd !== undefined && resolve(s.cwd) === workspace)).map((summary) => listed(summary, harness.dataDir));
+    const sessions = (await listSessions(harness.dataDir))
+      .filter((s) => workspace === undefined || (s.cwd !== undefined && resolve(s.cwd) === workspace))
+      .map((summary) => listed(summary, harness.dataDir));
     if (options.json) {
       for (const session of sessions) io.out.write(`${JSON.stringify(session)}\n`);
       return 0;
@@ -98,7 +100,8 @@ export async function importDshCommand(file: string, options: { id?: string }, g
     const { c } = io;
     io.out.write(`${c.green('imported')} ${printable(file)} → ${c.bold(written.header.id)} (${written.eventCount} events)\n`);
     for (const warning of written.imported.warnings) io.err.write(c.yellow(`warning: ${printable(warning)}\n`));
-    for (const m of written.imported.assemblerMismatches) io.err.write(c.yellow(`warning: seq ${m.seq} (turn ${m.turn}, step ${m.step}): the recorded ${m.field} differs from what its chunks assemble to\n`));
+    for (const m of written.imported.assemblerMismatches)
+      io.err.write(c.yellow(`warning: seq ${m.seq} (turn ${m.turn}, step ${m.step}): the recorded ${m.field} differs from what its chunks assemble to\n`));
     io.out.write(`${c.dim('journal')} ${written.path}\n${c.dim('replay ')} ${selfWithGlobals(globals)} replay ${sessionArgument(written.path, harness.dataDir)}\n`);
     return 0;
   } finally {

@@ -54,7 +54,7 @@ export function createPolicy(policy: string, options: { ask?: AskFn } = {}): App
     case 'read-only':
       return (request) => (request.permission === 'read' ? { decision: 'allow', decidedBy: by } : ask(request, `${request.name} can change the workspace`));
     case 'always-ask':
-      return (request) => ask(request, 'every call needs a person\'s yes');
+      return (request) => ask(request, "every call needs a person's yes");
     default:
       throw new HarnessError('UNKNOWN_POLICY', `No approval policy "${policy}". Use one of: ${POLICY_NAMES.join(', ')}.`);
   }

@@ -56,7 +56,7 @@ declare global {
 
 const SUMMARY_INSTRUCTION = [
   'Summarise the conversation above for your own later use: it will replace the older messages.',
-  'Keep every fact needed to continue the work: the user\'s goals and constraints, decisions made, files read or changed (with paths), commands run and their outcomes, open questions and next steps.',
+  "Keep every fact needed to continue the work: the user's goals and constraints, decisions made, files read or changed (with paths), commands run and their outcomes, open questions and next steps.",
   'Write plain prose and short lists. Do not call any tool.',
 ].join(' ');
 
@@ -148,7 +148,8 @@ export default definePlugin({
       }
       const result = assembler.result();
       if (result.finish.kind === 'error' || result.finish.kind === 'aborted') return fail(result.finish.failure);
-      if (result.content.some((block) => block.type === 'tool-call')) return fail(llmFailure('MALFORMED_RESPONSE', 'The summary reply called a tool instead of summarising; the context was left as it was.'));
+      if (result.content.some((block) => block.type === 'tool-call'))
+        return fail(llmFailure('MALFORMED_RESPONSE', 'The summary reply called a tool instead of summarising; the context was left as it was.'));
       const summary = messageText({ content: result.content }).trim();
       if (summary === '') return fail(llmFailure('EMPTY_RESPONSE', 'The summary reply was empty; the context was left as it was.'));
       await session.append('compaction/summary', { summary, provider: prepared.config.provider, model: prepared.config.model, ...(result.usage ? { usage: result.usage } : {}) });
@@ -158,8 +159,7 @@ export default definePlugin({
       return { outcome: 'compacted', messageCount: session.state.messages.length };
     }
 
-    const estimate = (messages: readonly Message[]): number =>
-      ctx.tokenMeter?.estimateTokens(messages) ?? Math.ceil(messages.reduce((sum, m) => sum + JSON.stringify(m.content).length, 0) / 4);
+    const estimate = (messages: readonly Message[]): number => ctx.tokenMeter?.estimateTokens(messages) ?? Math.ceil(messages.reduce((sum, m) => sum + JSON.stringify(m.content).length, 0) / 4);
 
     /** The turn of each session's last failed threshold attempt: not repeated at every step of that turn. */
     const failedInTurn = new WeakMap<SessionHandle, number>();
@@ -169,7 +169,12 @@ export default definePlugin({
         if (window !== undefined) {
           const pressure = Math.max(ctx.tokenMeter?.session(payload.session.id).contextTokens ?? 0, estimate(payload.messages));
           if (pressure >= window - config.reserveTokens) {
-            const result = await runCompaction(payload.session, payload.prepared, { tools: payload.tools, ...(payload.system === undefined ? {} : { system: payload.system }), signal: payload.signal }, 'threshold');
+            const result = await runCompaction(
+              payload.session,
+              payload.prepared,
+              { tools: payload.tools, ...(payload.system === undefined ? {} : { system: payload.system }), signal: payload.signal },
+              'threshold',
+            );
             if (result.outcome === 'compacted') return next({ ...payload, messages: payload.session.state.messages });
             if (result.outcome === 'failed') failedInTurn.set(payload.session, payload.turn);
           }
@@ -179,14 +184,23 @@ export default definePlugin({
     });
 
     const retriedSteps = new WeakMap<SessionHandle, string>();
-    ctx.on('agent/request-error', async (payload, next) => {
-      if (payload.failure.code !== 'CONTEXT_WINDOW_EXCEEDED') return next();
-      const key = `${payload.turn}:${payload.step}`;
-      if (retriedSteps.get(payload.session) === key) return next(); // compacted once for this step already
-      retriedSteps.set(payload.session, key);
-      const result = await runCompaction(payload.session, payload.prepared, { signal: payload.signal, tools: payload.session.state.header?.tools, system: payload.session.state.header?.system }, 'context-window-exceeded');
-      return result.outcome === 'compacted' ? { action: 'retry' } : next();
-    }, { stage: -10 });
+    ctx.on(
+      'agent/request-error',
+      async (payload, next) => {
+        if (payload.failure.code !== 'CONTEXT_WINDOW_EXCEEDED') return next();
+        const key = `${payload.turn}:${payload.step}`;
+        if (retriedSteps.get(payload.session) === key) return next(); // compacted once for this step already
+        retriedSteps.set(payload.session, key);
+        const result = await runCompaction(
+          payload.session,
+          payload.prepared,
+          { signal: payload.signal, tools: payload.session.state.header?.tools, system: payload.session.state.header?.system },
+          'context-window-exceeded',
+        );
+        return result.outcome === 'compacted' ? { action: 'retry' } : next();
+      },
+      { stage: -10 },
+    );
 
     ctx.provide('compaction', { compact });
   },

@@ -143,10 +143,14 @@ class PostgresLease implements JournalLease {
 
   private lostError(): HarnessError {
     const cause = this.lost;
-    return new HarnessError('JOURNAL_LEASE_LOST', `${this.location}: the writer's database connection was lost (${cause instanceof Error ? cause.message : String(cause)}); its lease went with it. Reopen the session.`, {
-      cause,
-      details: { location: this.location },
-    });
+    return new HarnessError(
+      'JOURNAL_LEASE_LOST',
+      `${this.location}: the writer's database connection was lost (${cause instanceof Error ? cause.message : String(cause)}); its lease went with it. Reopen the session.`,
+      {
+        cause,
+        details: { location: this.location },
+      },
+    );
   }
 }
 
@@ -162,7 +166,10 @@ class Listener {
 
   subscribe(id: string, wake: () => void): () => void {
     let set = this.subscribers.get(id);
-    if (set === undefined) this.subscribers.set(id, (set = new Set()));
+    if (set === undefined) {
+      set = new Set();
+      this.subscribers.set(id, set);
+    }
     set.add(wake);
     void this.ensure();
     return () => {
@@ -270,10 +277,14 @@ export class PostgresJournalStore implements JournalStore {
   }
 
   private unavailable(error: unknown): HarnessError {
-    return new HarnessError('STORE_UNAVAILABLE', `Cannot reach the journal database ${this.location} (${error instanceof Error ? error.message : String(error)}); check the URL and that the server is running.`, {
-      cause: error,
-      details: { location: this.location },
-    });
+    return new HarnessError(
+      'STORE_UNAVAILABLE',
+      `Cannot reach the journal database ${this.location} (${error instanceof Error ? error.message : String(error)}); check the URL and that the server is running.`,
+      {
+        cause: error,
+        details: { location: this.location },
+      },
+    );
   }
 
   private async query<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
@@ -392,7 +403,12 @@ export class PostgresJournalStore implements JournalStore {
 
   /** Up to PAGE_ROWS lines with `after < seq <= toSeq`, in order. */
   private async page(id: string, after: number, toSeq: number): Promise<JournalLine[]> {
-    const { rows } = await this.query<{ seq: string; line: string }>('SELECT seq, line FROM harness_events WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4', [id, after, toSeq, PAGE_ROWS]);
+    const { rows } = await this.query<{ seq: string; line: string }>('SELECT seq, line FROM harness_events WHERE session_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4', [
+      id,
+      after,
+      toSeq,
+      PAGE_ROWS,
+    ]);
     const out: JournalLine[] = new Array(rows.length);
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!;
@@ -447,7 +463,10 @@ export class PostgresJournalStore implements JournalStore {
     const byId = new Map<string, string[]>();
     for (const row of lines.rows) {
       let list = byId.get(row.session_id);
-      if (list === undefined) byId.set(row.session_id, (list = []));
+      if (list === undefined) {
+        list = [];
+        byId.set(row.session_id, list);
+      }
       list.push(row.line);
     }
     const out: SessionSummary[] = [];

@@ -394,7 +394,7 @@ export function buildAnthropicRequest(route: AnthropicRoute, options: GenerateOp
   return body;
 }
 
-function buildMessages(route: AnthropicRoute, options: GenerateOptions, model: AnthropicModel | undefined, systemParts: string[]): Json[] {
+function buildMessages(_route: AnthropicRoute, options: GenerateOptions, model: AnthropicModel | undefined, systemParts: string[]): Json[] {
   const out: { role: 'user' | 'assistant'; content: Json[] }[] = [];
   const modalities = model?.inputModalities;
   const images = modalities === undefined || modalities.includes('image');

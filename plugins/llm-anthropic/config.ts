@@ -32,19 +32,17 @@ const routeSchema = z.strictObject(routeFields({ model: modelSchema, baseURLExam
 
 type RouteConfig = z.output<typeof routeSchema>;
 
-export const anthropicConfigSchema = z
-  .strictObject({ providers: z.record(z.string().min(1, 'provider ids must be non-empty'), routeSchema).optional() })
-  .superRefine((config, ctx) => {
-    for (const [provider, route] of Object.entries(config.providers ?? {})) {
-      const path = ['providers', provider];
-      const builtin = BUILTIN_ROUTES[provider];
-      if (builtin === undefined && route.baseURL === undefined) {
-        ctx.addIssue({ code: 'custom', path: [...path, 'baseURL'], message: `provider "${provider}" is not built in: give its baseURL` });
-      }
-      const merged = overlayRoute(builtin, route);
-      checkCatalog(ctx, path, provider, merged.models ?? [], merged.allowUnknownModels);
+export const anthropicConfigSchema = z.strictObject({ providers: z.record(z.string().min(1, 'provider ids must be non-empty'), routeSchema).optional() }).superRefine((config, ctx) => {
+  for (const [provider, route] of Object.entries(config.providers ?? {})) {
+    const path = ['providers', provider];
+    const builtin = BUILTIN_ROUTES[provider];
+    if (builtin === undefined && route.baseURL === undefined) {
+      ctx.addIssue({ code: 'custom', path: [...path, 'baseURL'], message: `provider "${provider}" is not built in: give its baseURL` });
     }
-  });
+    const merged = overlayRoute(builtin, route);
+    checkCatalog(ctx, path, provider, merged.models ?? [], merged.allowUnknownModels);
+  }
+});
 
 export type AnthropicPluginConfig = z.output<typeof anthropicConfigSchema>;
 

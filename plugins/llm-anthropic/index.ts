@@ -18,6 +18,10 @@ export default definePlugin({
   config: anthropicConfigSchema,
   setup(ctx, config) {
     const routes = resolveRoutes(config);
-    if (routes.length > 0) ctx.llm.registerAdapter(routes.map((route) => route.provider), new AnthropicAdapter(routes));
+    if (routes.length > 0)
+      ctx.llm.registerAdapter(
+        routes.map((route) => route.provider),
+        new AnthropicAdapter(routes),
+      );
   },
 });

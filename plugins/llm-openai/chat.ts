@@ -343,8 +343,7 @@ export function normalizeChatUsage(usage: ChatUsage, compat: OpenAIRoute['compat
   else if (prompt !== undefined) out.inputTokens = Math.max(0, prompt - (cached ?? 0));
   if (cached !== undefined) out.cacheReadTokens = cached;
   if (completion !== undefined) {
-    const excludesReasoning =
-      reasoning !== undefined && reasoning > 0 && (compat === 'xai' || (prompt !== undefined && total !== undefined && prompt + completion + reasoning === total));
+    const excludesReasoning = reasoning !== undefined && reasoning > 0 && (compat === 'xai' || (prompt !== undefined && total !== undefined && prompt + completion + reasoning === total));
     out.outputTokens = excludesReasoning ? completion + reasoning! : completion;
   }
   if (reasoning !== undefined) out.reasoningTokens = reasoning;
@@ -457,9 +456,7 @@ function userContent(blocks: readonly ContentBlock[], images: boolean, files: bo
     else if (block.type === 'image') parts.push(images ? { type: 'image_url', image_url: { url: mediaUrl(block) } } : { type: 'text', text: omittedMedia(block) });
     else if (block.type === 'file') {
       parts.push(
-        files && block.data !== undefined
-          ? { type: 'file', file: { file_data: mediaUrl(block), ...(block.name ? { filename: block.name } : {}) } }
-          : { type: 'text', text: omittedMedia(block) },
+        files && block.data !== undefined ? { type: 'file', file: { file_data: mediaUrl(block), ...(block.name ? { filename: block.name } : {}) } } : { type: 'text', text: omittedMedia(block) },
       );
     }
   }

@@ -24,7 +24,15 @@ export default definePlugin({
     const routes = resolveRoutes(config);
     const chat = routes.filter((route) => route.api === 'chat');
     const responses = routes.filter((route) => route.api === 'responses');
-    if (chat.length > 0) ctx.llm.registerAdapter(chat.map((route) => route.provider), new OpenAIChatAdapter(chat));
-    if (responses.length > 0) ctx.llm.registerAdapter(responses.map((route) => route.provider), new OpenAIResponsesAdapter(responses));
+    if (chat.length > 0)
+      ctx.llm.registerAdapter(
+        chat.map((route) => route.provider),
+        new OpenAIChatAdapter(chat),
+      );
+    if (responses.length > 0)
+      ctx.llm.registerAdapter(
+        responses.map((route) => route.provider),
+        new OpenAIResponsesAdapter(responses),
+      );
   },
 });

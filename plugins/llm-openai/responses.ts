@@ -118,7 +118,11 @@ export class OpenAIResponsesAdapter extends OpenAIAdapterBase {
       if (typeof entry !== 'object' || entry.type !== expected || typeof entry.id !== 'string') {
         return `block ${i} (${block.type}) has an envelope entry that does not describe a ${expected ?? block.type} item`;
       }
-      if (entry.type === 'reasoning' && (entry as Partial<ResponsesReasoningEntry>).encryptedContent !== undefined && typeof (entry as Partial<ResponsesReasoningEntry>).encryptedContent !== 'string') {
+      if (
+        entry.type === 'reasoning' &&
+        (entry as Partial<ResponsesReasoningEntry>).encryptedContent !== undefined &&
+        typeof (entry as Partial<ResponsesReasoningEntry>).encryptedContent !== 'string'
+      ) {
         return `block ${i} has a non-string encrypted_content`;
       }
     }

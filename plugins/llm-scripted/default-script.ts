@@ -77,5 +77,10 @@ function contentLines(text: string): string[] {
 }
 
 function firstLine(text: string): string {
-  return text.split('\n').find((line) => line.trim() !== '')?.trim() ?? 'no details';
+  return (
+    text
+      .split('\n')
+      .find((line) => line.trim() !== '')
+      ?.trim() ?? 'no details'
+  );
 }

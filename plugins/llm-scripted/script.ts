@@ -60,7 +60,13 @@ const replySchema = z.strictObject({
   toolCalls: z.array(z.strictObject({ name: z.string().min(1), arguments: z.union([z.record(z.string(), z.unknown()), z.string()]).optional(), id: z.string().optional() })).optional(),
   finish: z.enum(['stop', 'tool-calls', 'max-tokens']).optional(),
   usage: z
-    .strictObject({ inputTokens: z.number().int().nonnegative().optional(), outputTokens: z.number().int().nonnegative().optional(), cacheReadTokens: z.number().int().nonnegative().optional(), cacheWriteTokens: z.number().int().nonnegative().optional(), reasoningTokens: z.number().int().nonnegative().optional() })
+    .strictObject({
+      inputTokens: z.number().int().nonnegative().optional(),
+      outputTokens: z.number().int().nonnegative().optional(),
+      cacheReadTokens: z.number().int().nonnegative().optional(),
+      cacheWriteTokens: z.number().int().nonnegative().optional(),
+      reasoningTokens: z.number().int().nonnegative().optional(),
+    })
     .optional(),
   error: z.strictObject({ code: z.string().regex(/^[A-Z][A-Z0-9_]*$/), message: z.string(), providerRetryAfterMs: z.number().nonnegative().optional() }).optional(),
 });
@@ -69,7 +75,9 @@ const replySchema = z.strictObject({
 export const jsonScriptSchema = z.strictObject({
   replies: z.array(
     z.strictObject({
-      when: z.strictObject({ step: z.number().int().positive().optional(), turn: z.number().int().positive().optional(), userIncludes: z.string().optional(), purpose: z.string().optional() }).optional(),
+      when: z
+        .strictObject({ step: z.number().int().positive().optional(), turn: z.number().int().positive().optional(), userIncludes: z.string().optional(), purpose: z.string().optional() })
+        .optional(),
       /** One reply, or a list answered in order across matching calls of a turn's steps. */
       reply: replySchema,
     }),

@@ -91,13 +91,11 @@ export class ApprovalDesk {
     if (waiting === undefined) {
       const earlier = this.decided.get(key);
       if (earlier !== undefined) throw alreadyDecided(sessionId, callId, earlier);
-      throw new HarnessError('APPROVAL_NOT_FOUND', `No tool call ${callId} is waiting for approval in session ${sessionId}; GET /v1/sessions/${sessionId}/approvals lists the ones that are.`, { details: { sessionId, callId } });
+      throw new HarnessError('APPROVAL_NOT_FOUND', `No tool call ${callId} is waiting for approval in session ${sessionId}; GET /v1/sessions/${sessionId}/approvals lists the ones that are.`, {
+        details: { sessionId, callId },
+      });
     }
-    waiting.settle(
-      reply.decision === 'allow'
-        ? { decision: 'allow', decidedBy: DECIDED_BY_CLIENT }
-        : { decision: 'deny', decidedBy: DECIDED_BY_CLIENT, reason: reply.reason ?? 'the user said no' },
-    );
+    waiting.settle(reply.decision === 'allow' ? { decision: 'allow', decidedBy: DECIDED_BY_CLIENT } : { decision: 'deny', decidedBy: DECIDED_BY_CLIENT, reason: reply.reason ?? 'the user said no' });
     return waiting.pending;
   }
 
@@ -118,7 +116,9 @@ export class ApprovalDesk {
 }
 
 export function alreadyDecided(sessionId: string, callId: string, decision: 'allow' | 'deny'): HarnessError {
-  return new HarnessError('APPROVAL_ALREADY_DECIDED', `Tool call ${callId} of session ${sessionId} was already decided (${decision}); a call is approved exactly once.`, { details: { sessionId, callId, decision } });
+  return new HarnessError('APPROVAL_ALREADY_DECIDED', `Tool call ${callId} of session ${sessionId} was already decided (${decision}); a call is approved exactly once.`, {
+    details: { sessionId, callId, decision },
+  });
 }
 
 const keyOf = (sessionId: string, callId: string): string => `${sessionId}\0${callId}`;

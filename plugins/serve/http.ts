@@ -90,7 +90,14 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (match === null || !timingSafeEqual(digest(match[1]!), expected)) {
       reply.header('www-authenticate', 'Bearer');
-      return reply.code(401).send(errorBody('UNAUTHORIZED', match === null ? 'This server needs "Authorization: Bearer <token>" (the token harness serve printed, or $HARNESS_SERVE_TOKEN).' : 'The bearer token is not this server\'s.'));
+      return reply
+        .code(401)
+        .send(
+          errorBody(
+            'UNAUTHORIZED',
+            match === null ? 'This server needs "Authorization: Bearer <token>" (the token harness serve printed, or $HARNESS_SERVE_TOKEN).' : "The bearer token is not this server's.",
+          ),
+        );
     }
   });
 
@@ -98,18 +105,19 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
     const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
     if (mapped !== undefined) {
       const message =
-        mapped === 'BODY_TOO_LARGE'
-          ? `The request body is larger than this server accepts (${options.maxBodyBytes} bytes).`
-          : error.validation
-            ? `Invalid request: ${error.message}.`
-            : error.message;
+        mapped === 'BODY_TOO_LARGE' ? `The request body is larger than this server accepts (${options.maxBodyBytes} bytes).` : error.validation ? `Invalid request: ${error.message}.` : error.message;
       return reply.code(statusOf(mapped)).send(errorBody(mapped, message));
     }
     if (HarnessError.is(error)) return reply.code(statusOf(error.code)).send(errorBody(error.code, error.message));
     if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
       return reply.code(error.statusCode).send(errorBody('INVALID_REQUEST', error.message));
     }
-    turns.harness.kernel.bus.report({ level: 'error', code: 'SERVE_INTERNAL', message: `${request.method} ${request.routeOptions.url ?? '?'}: ${error instanceof Error ? error.message : String(error)}`, source: 'serve' });
+    turns.harness.kernel.bus.report({
+      level: 'error',
+      code: 'SERVE_INTERNAL',
+      message: `${request.method} ${request.routeOptions.url ?? '?'}: ${error instanceof Error ? error.message : String(error)}`,
+      source: 'serve',
+    });
     return reply.code(500).send(errorBody('INTERNAL', 'The server failed to answer this request; its log says why.'));
   });
 
@@ -121,7 +129,11 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
 
   app.post<{ Body: { id?: string; cwd?: string; title?: string } | undefined }>(
     '/v1/sessions',
-    { schema: { body: { type: ['object', 'null'], additionalProperties: false, properties: { id: name, cwd: { type: 'string', minLength: 1, maxLength: 4096 }, title: { type: 'string', maxLength: 500 } } } } },
+    {
+      schema: {
+        body: { type: ['object', 'null'], additionalProperties: false, properties: { id: name, cwd: { type: 'string', minLength: 1, maxLength: 4096 }, title: { type: 'string', maxLength: 500 } } },
+      },
+    },
     async (request, reply) => reply.code(201).send({ session: await turns.createSession(request.body ?? {}) }),
   );
 
@@ -156,7 +168,9 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
       },
     },
     async (request, reply) =>
-      options.queue ? reply.code(202).send({ job: await options.queue.submit(request.params.id, request.body) }) : reply.code(202).send({ turn: await turns.submitTurn(request.params.id, request.body) }),
+      options.queue
+        ? reply.code(202).send({ job: await options.queue.submit(request.params.id, request.body) })
+        : reply.code(202).send({ turn: await turns.submitTurn(request.params.id, request.body) }),
   );
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/abort', { schema: { params: sessionParams } }, async (request, reply) => reply.code(202).send(turns.abortTurn(request.params.id)));
@@ -198,7 +212,10 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
 const frames = new WeakMap<AnySessionEvent, string>();
 const frameOf = (event: AnySessionEvent): string => {
   let frame = frames.get(event);
-  if (frame === undefined) frames.set(event, (frame = `id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`));
+  if (frame === undefined) {
+    frame = `id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`;
+    frames.set(event, frame);
+  }
   return frame;
 };
 
@@ -207,7 +224,13 @@ const frameOf = (event: AnySessionEvent): string => {
  * `data: <event JSON>`, then each new one live. A reconnect with the last id it saw misses nothing
  * and repeats nothing.
  */
-async function streamEvents(turns: TurnService, request: FastifyRequest<{ Params: { id: string }; Querystring: { after?: number } }>, reply: FastifyReply, options: HttpOptions, streams: Map<AbortController, Promise<void>>): Promise<void> {
+async function streamEvents(
+  turns: TurnService,
+  request: FastifyRequest<{ Params: { id: string }; Querystring: { after?: number } }>,
+  reply: FastifyReply,
+  options: HttpOptions,
+  streams: Map<AbortController, Promise<void>>,
+): Promise<void> {
   const lastEventId = request.headers['last-event-id'];
   let after = request.query.after ?? 0;
   if (lastEventId !== undefined) {

@@ -37,7 +37,12 @@ export const serveConfigSchema = z
     /** TCP port; 0 picks a free one. */
     port: z.number().int().min(0).max(65_535).default(7860),
     /** Largest request body, bytes (413 beyond). */
-    maxBodyBytes: z.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024)
+      .default(1024 * 1024),
     /** An approval nobody answers is denied after this long, ms. */
     approvalTimeoutMs: z.number().int().min(1).default(300_000),
     /** The approval policy of a turn that names none (default: the approvals plugin's default). */
@@ -104,7 +109,10 @@ declare global {
 
 /** Starts a server over `harness` with `settings` (what the service does; usable without the plugin). */
 export async function startServer(harness: Harness, settings: ServeSettings, options: StartOptions = {}): Promise<RunningServer> {
-  const merged: ServeSettings = serveConfigSchema.parse({ ...settings, ...definedOnly(options, ['host', 'port', 'maxBodyBytes', 'approvalTimeoutMs', 'approvalPolicy', 'store', 'queue', 'queueConcurrency', 'queueExpireSeconds']) });
+  const merged: ServeSettings = serveConfigSchema.parse({
+    ...settings,
+    ...definedOnly(options, ['host', 'port', 'maxBodyBytes', 'approvalTimeoutMs', 'approvalPolicy', 'store', 'queue', 'queueConcurrency', 'queueExpireSeconds']),
+  });
   checkStore(merged.store);
   const given = checkToken(options.token);
   const token = given ?? randomBytes(24).toString('base64url');

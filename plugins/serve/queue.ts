@@ -85,7 +85,10 @@ export class TurnQueue {
       });
     } catch (error) {
       await boss.stop({ graceful: false, wait: false }).catch(() => undefined);
-      throw new HarnessError('QUEUE_UNAVAILABLE', `The turn queue's database could not be opened (${redact(options.url)}): ${error instanceof Error ? redactIn(error.message, options.url) : String(error)}`);
+      throw new HarnessError(
+        'QUEUE_UNAVAILABLE',
+        `The turn queue's database could not be opened (${redact(options.url)}): ${error instanceof Error ? redactIn(error.message, options.url) : String(error)}`,
+      );
     }
     return new TurnQueue(boss, turns, options);
   }

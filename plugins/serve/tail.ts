@@ -84,7 +84,10 @@ export class FanOut {
 
   subscribe(sessionId: string, listener: (event: AnySessionEvent) => void): () => void {
     let set = this.subscribers.get(sessionId);
-    if (set === undefined) this.subscribers.set(sessionId, (set = new Set()));
+    if (set === undefined) {
+      set = new Set();
+      this.subscribers.set(sessionId, set);
+    }
     set.add(listener);
     return () => {
       set.delete(listener);

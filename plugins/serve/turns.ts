@@ -142,13 +142,18 @@ export class TurnService {
   constructor(harness: Harness, options: TurnServiceOptions = {}) {
     // Sessions are read from the data directory's journal files (the store seam's read/tail are the next step).
     if (harness.store.kind !== 'file') {
-      throw new HarnessError('STORE_UNSUPPORTED', `harness serve reads sessions from the file store; this harness uses a ${harness.store.kind} store (${harness.store.location}). Serve it with the file store for now.`);
+      throw new HarnessError(
+        'STORE_UNSUPPORTED',
+        `harness serve reads sessions from the file store; this harness uses a ${harness.store.kind} store (${harness.store.location}). Serve it with the file store for now.`,
+      );
     }
     this.harness = harness;
     this.options = options;
     this.approvalTimeoutMs = options.approvalTimeoutMs ?? 300_000;
     this.disposers.push(useEventTypes());
-    this.disposers.push(harness.kernel.bus.add('session/event', (delivery: { sessionId: string; event: AnySessionEvent }) => this.fanOut.dispatch(delivery.sessionId, delivery.event), { owner: 'serve' }));
+    this.disposers.push(
+      harness.kernel.bus.add('session/event', (delivery: { sessionId: string; event: AnySessionEvent }) => this.fanOut.dispatch(delivery.sessionId, delivery.event), { owner: 'serve' }),
+    );
   }
 
   /**
@@ -449,7 +454,12 @@ export class TurnService {
         if (next.value.type === 'turn/end') end = next.value as SessionEvent<'turn/end'>;
       }
     } catch (error) {
-      this.harness.kernel.bus.report({ level: 'error', code: 'SERVE_TURN_FAILED', message: `Session ${sessionId}: the turn failed outside the loop: ${error instanceof Error ? error.message : String(error)}`, source: 'serve' });
+      this.harness.kernel.bus.report({
+        level: 'error',
+        code: 'SERVE_TURN_FAILED',
+        message: `Session ${sessionId}: the turn failed outside the loop: ${error instanceof Error ? error.message : String(error)}`,
+        source: 'serve',
+      });
     } finally {
       await running.session?.close().catch(() => undefined);
       if (this.running.get(sessionId) === running) this.running.delete(sessionId);
@@ -474,7 +484,11 @@ export class TurnService {
         },
       });
     if (policy === undefined) {
-      if (policyName !== undefined) throw new HarnessError('UNKNOWN_POLICY', `Approval policy "${policyName}" needs the approvals plugin, which the config does not load; leave the policy out (every call is then asked) or load plugins/approvals.`);
+      if (policyName !== undefined)
+        throw new HarnessError(
+          'UNKNOWN_POLICY',
+          `Approval policy "${policyName}" needs the approvals plugin, which the config does not load; leave the policy out (every call is then asked) or load plugins/approvals.`,
+        );
       return ask;
     }
     return policy.create(policyName ?? policy.defaultPolicy, {
@@ -494,7 +508,9 @@ export class TurnService {
   /** The journal path of a session id (never a path from a client). */
   private pathOf(sessionId: string): string {
     if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
-      throw new HarnessError('INVALID_SESSION_ID', `${JSON.stringify(String(sessionId)).slice(0, 80)} is not a session id (letters, digits, '.', '_', '-').`, { details: { sessionId: String(sessionId).slice(0, 80) } });
+      throw new HarnessError('INVALID_SESSION_ID', `${JSON.stringify(String(sessionId)).slice(0, 80)} is not a session id (letters, digits, '.', '_', '-').`, {
+        details: { sessionId: String(sessionId).slice(0, 80) },
+      });
     }
     const path = join(this.harness.dataDir, 'sessions', `${sessionId}.jsonl`);
     if (!existsSync(path)) throw new HarnessError('SESSION_NOT_FOUND', `No session ${sessionId}; GET /v1/sessions lists the sessions there are.`, { details: { sessionId } });
@@ -513,7 +529,10 @@ export class TurnService {
 
   /** Writes what a running turn has queued, so a read of the file sees every event appended so far. */
   private async flushRunning(sessionId: string): Promise<void> {
-    await this.running.get(sessionId)?.session?.session.checkpoint().catch(() => undefined);
+    await this.running
+      .get(sessionId)
+      ?.session?.session.checkpoint()
+      .catch(() => undefined);
   }
 
   private assertOpen(): void {
@@ -528,7 +547,9 @@ export class TurnService {
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
 function busy(sessionId: string, turn: number | undefined): HarnessError {
-  return new HarnessError('SESSION_BUSY', `Session ${sessionId} is running turn ${turn ?? '(starting)'}; wait for its turn/end or abort it (POST /v1/sessions/${sessionId}/abort).`, { details: { sessionId, ...(turn === undefined ? {} : { turn }) } });
+  return new HarnessError('SESSION_BUSY', `Session ${sessionId} is running turn ${turn ?? '(starting)'}; wait for its turn/end or abort it (POST /v1/sessions/${sessionId}/abort).`, {
+    details: { sessionId, ...(turn === undefined ? {} : { turn }) },
+  });
 }
 
 function titleOf(prompt: string): string {

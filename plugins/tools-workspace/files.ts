@@ -95,7 +95,7 @@ export async function writeAtomic(root: string, real: string, display: string, c
   try {
     const name = basename(real);
     const temp = throughDescriptor(dir, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
-    let handle;
+    let handle: FileHandle | undefined;
     try {
       handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode ?? 0o666);
     } catch (error) {

@@ -107,9 +107,13 @@ async function realpathLoose(absolute: string, hops: number): Promise<string> {
 const PROC_FD = existsSync('/proc/self/fd');
 
 function swapped(display: string, root: string, actual: string): HarnessError {
-  return new HarnessError('PATH_OUTSIDE_WORKSPACE', `The path "${display}" changed while it was being used: it now leads to ${actual}, outside the workspace ${root}. Only paths inside the workspace can be used.`, {
-    details: { path: display, resolved: actual, root },
-  });
+  return new HarnessError(
+    'PATH_OUTSIDE_WORKSPACE',
+    `The path "${display}" changed while it was being used: it now leads to ${actual}, outside the workspace ${root}. Only paths inside the workspace can be used.`,
+    {
+      details: { path: display, resolved: actual, root },
+    },
+  );
 }
 
 /** Checks that an open descriptor is inside `root`. @throws HarnessError `PATH_OUTSIDE_WORKSPACE`. */
@@ -162,9 +166,10 @@ export async function openDirectoryConfined(root: string, realDir: string, displ
     for (const segment of segments) {
       const next = throughDescriptor(handle, segment);
       path = join(path, segment);
-      if (create) await mkdir(next).catch((error: NodeJS.ErrnoException) => {
-        if (error.code !== 'EEXIST') throw error;
-      });
+      if (create)
+        await mkdir(next).catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'EEXIST') throw error;
+        });
       const child = await openConfined(root, next, display, flags);
       dirPaths.set(child, path);
       await handle.close();

@@ -15,9 +15,7 @@ export const writeFileInput = z.strictObject({
 export function writeFileTool(config: WorkspaceToolsConfig): ToolDefinition<z.output<typeof writeFileInput>> {
   return defineTool({
     name: 'write_file',
-    description:
-      'Create a file, or replace the whole content of an existing one, in the workspace. The write is atomic. ' +
-      'To change part of an existing file, prefer edit_file.',
+    description: 'Create a file, or replace the whole content of an existing one, in the workspace. The write is atomic. ' + 'To change part of an existing file, prefer edit_file.',
     input: writeFileInput,
     permission: 'write',
     maxOutputChars: config.maxOutputChars,
@@ -38,9 +36,7 @@ export function writeFileTool(config: WorkspaceToolsConfig): ToolDefinition<z.ou
       if (existing !== undefined && !existing.isFile()) throw new HarnessError('NOT_A_FILE', `${rel} is not a regular file.`);
       if (context.signal.aborted) throw context.signal.reason;
       await writeAtomic(workspace.root, real, rel, bytes, existing ? existing.mode & 0o7777 : undefined);
-      return existing === undefined
-        ? `Created ${rel} (${plural(bytes.length, 'byte')}).`
-        : `Replaced ${rel} (${plural(bytes.length, 'byte')}; it had ${plural(existing.size, 'byte')}).`;
+      return existing === undefined ? `Created ${rel} (${plural(bytes.length, 'byte')}).` : `Replaced ${rel} (${plural(bytes.length, 'byte')}; it had ${plural(existing.size, 'byte')}).`;
     },
   });
 }

@@ -67,9 +67,7 @@ const TIMEOUT = 'timeout';
 /** Longest delay `setTimeout` honours; a longer one would fire at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-type BodyResult =
-  | { readonly kind: 'done'; readonly output: ToolOutput; readonly fromStream: boolean }
-  | { readonly kind: 'threw'; readonly error: unknown };
+type BodyResult = { readonly kind: 'done'; readonly output: ToolOutput; readonly fromStream: boolean } | { readonly kind: 'threw'; readonly error: unknown };
 
 /** Runs a parsed call under the close-out rules. Never throws. */
 export async function runTool(tool: ToolDefinition, input: unknown, options: RunToolOptions): Promise<ToolOutcome> {
@@ -86,12 +84,16 @@ export async function runTool(tool: ToolDefinition, input: unknown, options: Run
   };
   options.signal?.addEventListener('abort', onUserAbort, { once: true });
   // NaN, Infinity or 0 and less: no timeout. Beyond setTimeout's range: the longest it can wait.
-  const timer = timeoutMs > 0 && Number.isFinite(timeoutMs)
-    ? setTimeout(() => {
-        controller.abort(new HarnessError('TIMEOUT', `The tool call timed out after ${timeoutMs} ms.`));
-        settle(TIMEOUT);
-      }, Math.min(timeoutMs, MAX_TIMER_MS))
-    : undefined;
+  const timer =
+    timeoutMs > 0 && Number.isFinite(timeoutMs)
+      ? setTimeout(
+          () => {
+            controller.abort(new HarnessError('TIMEOUT', `The tool call timed out after ${timeoutMs} ms.`));
+            settle(TIMEOUT);
+          },
+          Math.min(timeoutMs, MAX_TIMER_MS),
+        )
+      : undefined;
   const cap = tool.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
   // The streamed output, kept up to the cap; what goes beyond is only counted (a tool may stream 10 MB).
   let streamed = '';

@@ -16,7 +16,19 @@ import { callConfigEquals, markAgentLoopRequest, type RetryPolicyConfig } from '
 import { failureOf, isProgrammingError, llmFailure, pluginFailure } from '../llm/errors.ts';
 import { createAssistantMessage, createToolResultMessage, createUserMessage, messageText } from '../llm/message.ts';
 import type { LlmService, PreparedCall } from '../llm/service.ts';
-import { OBSERVE_REQUEST, type AssistantMessage, type GenerateOptions, type LlmCallConfig, type LlmFailure, type Message, type StreamChunk, type TokenUsage, type ToolCallBlock, type ToolSpec, type UserMessage } from '../llm/types.ts';
+import {
+  OBSERVE_REQUEST,
+  type AssistantMessage,
+  type GenerateOptions,
+  type LlmCallConfig,
+  type LlmFailure,
+  type Message,
+  type StreamChunk,
+  type TokenUsage,
+  type ToolCallBlock,
+  type ToolSpec,
+  type UserMessage,
+} from '../llm/types.ts';
 import { RequestRecorder } from '../session/snapshot.ts';
 import type { AnySessionEvent, RequestHeader, SessionEvent, SessionEventMap, SessionEventType, TurnEndReason } from '../session/events.ts';
 import type { AppendOptions, SessionJournal, SessionState } from '../session/types.ts';
@@ -208,7 +220,8 @@ export class AgentSession {
       const fallback = { code: reason === 'aborted' ? 'ABORTED' : 'UNKNOWN', message: `Turn ${turn} of session ${this.id} ended with "${reason}".` };
       throw HarnessError.fromFailure({ ...(failure ?? fallback), sessionId: this.id, turn, endReason: reason });
     }
-    if (final === undefined || final.interrupted) throw new HarnessError('TURN_INCOMPLETE', `Turn ${turn} of session ${this.id} ended "${reason}" without a final assistant message.`, { details: { sessionId: this.id, turn } });
+    if (final === undefined || final.interrupted)
+      throw new HarnessError('TURN_INCOMPLETE', `Turn ${turn} of session ${this.id} ended "${reason}" without a final assistant message.`, { details: { sessionId: this.id, turn } });
     return Object.freeze({
       sessionId: this.id,
       turn,
@@ -271,7 +284,10 @@ export class AgentSession {
       await this.append('step/end', { turn, step });
       if (end.reason !== 'continue') return end;
     }
-    return { reason: 'error', failure: new HarnessError('MAX_STEPS_EXCEEDED', `The turn took more than ${maxSteps} steps and was stopped; raise maxSteps if this task needs more.`).failure as LlmFailure };
+    return {
+      reason: 'error',
+      failure: new HarnessError('MAX_STEPS_EXCEEDED', `The turn took more than ${maxSteps} steps and was stopped; raise maxSteps if this task needs more.`).failure as LlmFailure,
+    };
   }
 
   private async runStep(turn: number, step: number, options: RunOptions & { signal: AbortSignal }): Promise<StepEnd> {
@@ -279,14 +295,18 @@ export class AgentSession {
     const signal = options.signal;
     for (let attempt = 1; ; attempt++) {
       // 1. What the call will be.
-      const proposal = await bus.waterfall('agent/request', {
-        session: this.handle,
-        turn,
-        step,
-        config: this.baseConfig(options),
-        ...(this.options.defaults?.system === undefined ? {} : { system: this.options.defaults.system }),
-        tools: tools.specs(),
-      }, async (p) => p);
+      const proposal = await bus.waterfall(
+        'agent/request',
+        {
+          session: this.handle,
+          turn,
+          step,
+          config: this.baseConfig(options),
+          ...(this.options.defaults?.system === undefined ? {} : { system: this.options.defaults.system }),
+          tools: tools.specs(),
+        },
+        async (p) => p,
+      );
       let prepared: PreparedCall;
       try {
         prepared = await llm.prepareCall(proposal.config, { retryPolicy: this.options.retryPolicy });
@@ -294,16 +314,20 @@ export class AgentSession {
         return { reason: 'error', failure: failureOf(error) };
       }
       // 2. The messages entering the step (compaction may rewrite them).
-      const messages = await bus.waterfall('agent/pre-step', {
-        session: this.handle,
-        turn,
-        step,
-        prepared,
-        ...(proposal.system === undefined ? {} : { system: proposal.system }),
-        tools: proposal.tools,
-        messages: this.journal.state.messages,
-        signal,
-      }, async (p) => p.messages);
+      const messages = await bus.waterfall(
+        'agent/pre-step',
+        {
+          session: this.handle,
+          turn,
+          step,
+          prepared,
+          ...(proposal.system === undefined ? {} : { system: proposal.system }),
+          tools: proposal.tools,
+          messages: this.journal.state.messages,
+          signal,
+        },
+        async (p) => p.messages,
+      );
       // 3. The header, when it changed (or first after a resume).
       await this.writeHeader(prepared, proposal.system, proposal.tools);
       // 4. The call.
@@ -313,15 +337,19 @@ export class AgentSession {
       if (outcome.kind === 'aborted') return { reason: 'aborted', failure: outcome.failure };
       // 5. A failed call: retry in the same step, or end the turn with the error.
       if (signal.aborted) return { reason: 'aborted', failure: failureOf(signal.reason, signal) };
-      const decision: RequestErrorDecision = await bus.waterfall('agent/request-error', {
-        session: this.handle,
-        turn,
-        step,
-        attempt,
-        failure: outcome.failure,
-        prepared,
-        signal,
-      }, async (): Promise<RequestErrorDecision> => ({ action: 'fail' }));
+      const decision: RequestErrorDecision = await bus.waterfall(
+        'agent/request-error',
+        {
+          session: this.handle,
+          turn,
+          step,
+          attempt,
+          failure: outcome.failure,
+          prepared,
+          signal,
+        },
+        async (): Promise<RequestErrorDecision> => ({ action: 'fail' }),
+      );
       if (signal.aborted) return { reason: 'aborted', failure: failureOf(signal.reason, signal) };
       if (decision.action !== 'retry') return { reason: 'error', failure: decision.failure ?? outcome.failure };
     }
@@ -488,7 +516,11 @@ export class AgentSession {
       );
     } catch (error) {
       // A tools/execute middleware failed: the call still gets its one result.
-      return errorOutcome(HarnessError.is(error) ? error.code : 'TOOL_FAILED', `The tool call failed: ${error instanceof Error ? error.message : String(error)}`, Math.round(performance.now() - startedAtMs));
+      return errorOutcome(
+        HarnessError.is(error) ? error.code : 'TOOL_FAILED',
+        `The tool call failed: ${error instanceof Error ? error.message : String(error)}`,
+        Math.round(performance.now() - startedAtMs),
+      );
     }
   }
 
@@ -497,7 +529,12 @@ export class AgentSession {
     for (const pending of this.journal.state.pendingToolCalls) {
       if (pending.turn !== turn || pending.step !== step) continue;
       const code = signal.aborted ? 'ABORTED' : 'TOOL_NOT_RUN';
-      const message = createToolResultMessage({ ...this.idOption(), callId: pending.callId, content: signal.aborted ? 'The turn was aborted; this tool call did not complete.' : 'This tool call did not run.', isError: true });
+      const message = createToolResultMessage({
+        ...this.idOption(),
+        callId: pending.callId,
+        content: signal.aborted ? 'The turn was aborted; this tool call did not complete.' : 'This tool call did not run.',
+        isError: true,
+      });
       await this.append('tool/result', { turn, step, callId: pending.callId, message, code });
     }
   }

@@ -51,12 +51,7 @@ export type StreamedToolOutput = Omit<ToolOutput, 'content'> & { readonly conten
 export type ToolExecute<Input> = (
   input: Input,
   context: ToolContext,
-) =>
-  | Promise<ToolOutput | StreamedToolOutput | string>
-  | ToolOutput
-  | StreamedToolOutput
-  | string
-  | AsyncGenerator<string, ToolOutput | StreamedToolOutput | string | void, void>;
+) => Promise<ToolOutput | StreamedToolOutput | string> | ToolOutput | StreamedToolOutput | string | AsyncGenerator<string, ToolOutput | StreamedToolOutput | string | void, void>;
 
 /** A tool as `defineTool` returns it and `ctx.tools` holds it (seed 003 BaseTool / ExecutableTool). */
 export interface ToolDefinition<Input = any> {
@@ -193,7 +188,8 @@ export class ToolRegistry implements ReadonlyCatalog<ToolDefinition> {
     return [...this.tools.values()].map((entry) => ({ name: entry.tool.name, owner: entry.owner }));
   }
   specs(): readonly ToolSpec[] {
-    return (this.specCache ??= deepFreeze([...this.values()].map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.input.jsonSchema }))));
+    this.specCache ??= deepFreeze([...this.values()].map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.input.jsonSchema })));
+    return this.specCache;
   }
 
   contextFor(scope: Scope, owner: string): ToolsContext {

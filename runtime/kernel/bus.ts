@@ -37,7 +37,6 @@ export interface SinkHook<E> {
 }
 /** How a hook delivers: `waterfall` (onion middleware), `emit` (contained observers), `sink` (ordered, awaited). */
 export type HookMode = 'waterfall' | 'emit' | 'sink';
-type AnyHook = WaterfallHook<any, any> | EmitHook<any> | SinkHook<any>;
 
 /** `kernel/diagnostic` payload: something went wrong that must not stop the caller. */
 export interface Diagnostic {
@@ -99,11 +98,8 @@ export type WaterfallListener<P, R> = (payload: P, next: Next<P, R>) => R;
 export type EventListener<E> = (event: E) => void | Promise<void>;
 
 /** The listener type `ctx.on(name, listener)` takes for hook `K`. */
-export type ListenerOf<K extends HookName> = HookMap[K] extends WaterfallHook<infer P, infer R>
-  ? WaterfallListener<P, R>
-  : HookMap[K] extends EmitHook<infer E> | SinkHook<infer E>
-    ? EventListener<E>
-    : never;
+export type ListenerOf<K extends HookName> =
+  HookMap[K] extends WaterfallHook<infer P, infer R> ? WaterfallListener<P, R> : HookMap[K] extends EmitHook<infer E> | SinkHook<infer E> ? EventListener<E> : never;
 
 /** Options of `ctx.on`. */
 export interface ListenOptions {
@@ -152,10 +148,7 @@ export class HookBus {
       }
       this.modes.set(name, mode);
     } else if (current !== mode) {
-      throw new HarnessError(
-        'HOOK_MODE_CONFLICT',
-        `Hook "${name}" is already declared as ${current}; it cannot also be ${mode}. Pick another name.`,
-      );
+      throw new HarnessError('HOOK_MODE_CONFLICT', `Hook "${name}" is already declared as ${current}; it cannot also be ${mode}. Pick another name.`);
     }
   }
 
@@ -167,10 +160,7 @@ export class HookBus {
   requireMode(name: string): HookMode {
     const mode = this.modes.get(name);
     if (mode === undefined) {
-      throw new HarnessError(
-        'UNKNOWN_HOOK',
-        `Hook "${name}" is not declared. Declare it first with ctx.declareHook("${name}", "waterfall" | "emit" | "sink").`,
-      );
+      throw new HarnessError('UNKNOWN_HOOK', `Hook "${name}" is not declared. Declare it first with ctx.declareHook("${name}", "waterfall" | "emit" | "sink").`);
     }
     return mode;
   }
@@ -219,7 +209,10 @@ export class HookBus {
     if (mode === 'sink') {
       this.sinks.set(name, sortTaps([...(this.sinks.get(name) ?? []), tap]));
       return once(() => {
-        this.sinks.set(name, (this.sinks.get(name) ?? []).filter((t) => t !== tap));
+        this.sinks.set(
+          name,
+          (this.sinks.get(name) ?? []).filter((t) => t !== tap),
+        );
       });
     }
     const contained = this.containObserver(name, tap);
@@ -249,7 +242,8 @@ export class HookBus {
       this.requireModeFor(name, 'waterfall');
       return inner(payload);
     }
-    const chain = state.chain ?? (state.chain = buildChain(state.taps));
+    state.chain ??= buildChain(state.taps);
+    const chain = state.chain;
     return chain(payload, inner);
   }
 
@@ -319,13 +313,12 @@ export class HookBus {
   }
 
   private containObserver(name: string, tap: Tap): (event: unknown) => void {
-    const bus = this;
     const fail = (error: unknown) => {
       if (name === 'kernel/diagnostic') {
         console.error(`[harness] a kernel/diagnostic observer (${tap.owner}) failed:`, error);
         return;
       }
-      bus.report({
+      this.report({
         level: 'error',
         code: 'OBSERVER_FAILED',
         source: name,

@@ -117,10 +117,7 @@ export class Kernel {
         const validate = (phase: 'register' | 'commit' = 'commit') => {
           const holder = kernel.serviceOwners.get(name);
           if (holder !== undefined && !(phase === 'register' && holder === owner)) {
-            throw new HarnessError(
-              'DUPLICATE_SERVICE',
-              `Service "${name}" is already provided by plugin "${holder}"; plugin "${owner}" cannot provide it too.`,
-            );
+            throw new HarnessError('DUPLICATE_SERVICE', `Service "${name}" is already provided by plugin "${holder}"; plugin "${owner}" cannot provide it too.`);
           }
         };
         return scope.register({

@@ -5,4 +5,4 @@ export * from './fiber.ts';
 export * from './freeze.ts';
 export * from './plugin.ts';
 export { importGeneration } from './module-loader.ts';
-export * from "./schema.ts";
+export * from './schema.ts';

@@ -77,9 +77,13 @@ export function resolveModule(specifier: string, baseDir: string): string {
     return fileURLToPath(resolveEsm(specifier, pathToFileURL(join(baseDir, 'harness.config.js')).href));
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new HarnessError('PLUGIN_NOT_FOUND', `Plugin module "${specifier}" cannot be found from ${baseDir}: ${reason}. Install the package there (npm install <package>), or name the module by a path ("./plugins/x.ts").`, {
-      cause: error,
-      details: { specifier, baseDir },
-    });
+    throw new HarnessError(
+      'PLUGIN_NOT_FOUND',
+      `Plugin module "${specifier}" cannot be found from ${baseDir}: ${reason}. Install the package there (npm install <package>), or name the module by a path ("./plugins/x.ts").`,
+      {
+        cause: error,
+        details: { specifier, baseDir },
+      },
+    );
   }
 }

@@ -167,51 +167,55 @@ export class PluginHost {
    * is emitted, and the promise rejects with the cause.
    */
   async reload(name: string, options: { config?: unknown } = {}): Promise<PluginInfo> {
-    return this.track(() => this.serialize(name, async () => {
-      const current = this.require(name);
-      const started = performance.now();
-      let next: Loaded;
-      try {
-        const definition = current.modulePath === undefined ? current.definition : await this.importDefinition(current.modulePath);
-        if (definition.name !== name) {
-          throw new HarnessError('PLUGIN_RENAMED', `The module of plugin "${name}" now exports plugin "${definition.name}"; a rename needs unload and load.`);
+    return this.track(() =>
+      this.serialize(name, async () => {
+        const current = this.require(name);
+        const started = performance.now();
+        let next: Loaded;
+        try {
+          const definition = current.modulePath === undefined ? current.definition : await this.importDefinition(current.modulePath);
+          if (definition.name !== name) {
+            throw new HarnessError('PLUGIN_RENAMED', `The module of plugin "${name}" now exports plugin "${definition.name}"; a rename needs unload and load.`);
+          }
+          const rawConfig = 'config' in options ? options.config : current.rawConfig;
+          next = await this.setUp(definition, current.modulePath, rawConfig, current.generation + 1, current.order);
+        } catch (error) {
+          this.reloadFailed(current, error);
+          throw error;
         }
-        const rawConfig = 'config' in options ? options.config : current.rawConfig;
-        next = await this.setUp(definition, current.modulePath, rawConfig, current.generation + 1, current.order);
-      } catch (error) {
-        this.reloadFailed(current, error);
-        throw error;
-      }
-      // The swap: one synchronous section, so no dispatch sees no generation or a mix of two.
-      const swapStart = performance.now();
-      current.scope.detach();
-      try {
-        next.scope.commit();
-      } catch (error) {
-        current.scope.reattach();
-        await next.fiber.dispose();
-        const failure = setupFailed(name, error);
-        this.reloadFailed(current, failure);
-        throw failure;
-      }
-      this.loaded.set(name, next);
-      const swapMs = performance.now() - swapStart;
-      this.retire(current.fiber);
-      const info = this.info(next);
-      this.kernel.bus.emit('plugin/reloaded', { ...info, swapMs, reloadMs: performance.now() - started });
-      return info;
-    }));
+        // The swap: one synchronous section, so no dispatch sees no generation or a mix of two.
+        const swapStart = performance.now();
+        current.scope.detach();
+        try {
+          next.scope.commit();
+        } catch (error) {
+          current.scope.reattach();
+          await next.fiber.dispose();
+          const failure = setupFailed(name, error);
+          this.reloadFailed(current, failure);
+          throw failure;
+        }
+        this.loaded.set(name, next);
+        const swapMs = performance.now() - swapStart;
+        this.retire(current.fiber);
+        const info = this.info(next);
+        this.kernel.bus.emit('plugin/reloaded', { ...info, swapMs, reloadMs: performance.now() - started });
+        return info;
+      }),
+    );
   }
 
   /** Unloads a plugin: its registrations disappear at once; its fiber's disposers then run. */
   async unload(name: string): Promise<void> {
-    await this.trackAlways(() => this.serialize(name, async () => {
-      const current = this.require(name);
-      this.loaded.delete(name);
-      current.scope.detach();
-      await current.fiber.dispose();
-      this.kernel.bus.emit('plugin/unloaded', this.info(current));
-    }));
+    await this.trackAlways(() =>
+      this.serialize(name, async () => {
+        const current = this.require(name);
+        this.loaded.delete(name);
+        current.scope.detach();
+        await current.fiber.dispose();
+        this.kernel.bus.emit('plugin/unloaded', this.info(current));
+      }),
+    );
   }
 
   has(name: string): boolean {
@@ -313,7 +317,10 @@ export class PluginHost {
   private serialize<T>(name: string, operation: () => Promise<T>): Promise<T> {
     const previous = this.queues.get(name) ?? Promise.resolve();
     const result = previous.then(operation, operation);
-    const tail = result.then(() => undefined, () => undefined);
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
     this.queues.set(name, tail);
     void tail.then(() => {
       if (this.queues.get(name) === tail) this.queues.delete(name);
@@ -336,11 +343,10 @@ export function parseConfig<C>(definition: PluginDefinition<C>, raw: unknown): C
     path: issue.path.filter((p): p is string | number => typeof p !== 'symbol'),
   }));
   const lines = issues.map((issue) => `  - ${issue.path.length ? issue.path.join('.') : '(config)'}: ${issue.message}`);
-  throw new HarnessError(
-    'INVALID_CONFIG',
-    `Plugin "${definition.name}" has an invalid config:\n${lines.join('\n')}\nFix these fields in this plugin's entry of the harness config.`,
-    { issues, details: { plugin: definition.name } },
-  );
+  throw new HarnessError('INVALID_CONFIG', `Plugin "${definition.name}" has an invalid config:\n${lines.join('\n')}\nFix these fields in this plugin's entry of the harness config.`, {
+    issues,
+    details: { plugin: definition.name },
+  });
 }
 
 function setupFailed(name: string, error: unknown): HarnessError {

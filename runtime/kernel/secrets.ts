@@ -81,7 +81,10 @@ export class SecretRedactor {
       let out: unknown[] | undefined;
       for (let i = 0; i < value.length; i++) {
         const next = this.walk(value[i], seen);
-        if (next !== value[i]) (out ??= value.slice())[i] = next;
+        if (next !== value[i]) {
+          out ??= value.slice();
+          out[i] = next;
+        }
       }
       return out ?? value;
     }
@@ -142,7 +145,10 @@ export function sdkLogger(source: string, write: (line: string) => void = (line)
   const log =
     (level: string) =>
     (message: string, ...rest: unknown[]): void => {
-      const text = secrets().redact(formatWithOptions({ colors: false }, message, ...rest)).replace(/\r\n/g, '\n').replace(CONTROL, visible);
+      const text = secrets()
+        .redact(formatWithOptions({ colors: false }, message, ...rest))
+        .replace(/\r\n/g, '\n')
+        .replace(CONTROL, visible);
       write(`${source} ${level}: ${text}\n`);
     };
   return { error: log('error'), warn: log('warn'), info: log('info'), debug: log('debug') };

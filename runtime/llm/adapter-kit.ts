@@ -157,7 +157,13 @@ export interface SdkErrorClasses<ApiError extends Error> {
  * as it is. No abort/timeout context here: {@link CallControl.toLlmError} checks that first.
  * `baseURL`, when given, is named in connection failures (which endpoint could not be reached).
  */
-export function mapSdkFailure<ApiError extends Error>(error: unknown, provider: string, sdk: SdkErrorClasses<ApiError>, mapApiError: (error: ApiError, provider: string) => LlmError, baseURL?: string): LlmError {
+export function mapSdkFailure<ApiError extends Error>(
+  error: unknown,
+  provider: string,
+  sdk: SdkErrorClasses<ApiError>,
+  mapApiError: (error: ApiError, provider: string) => LlmError,
+  baseURL?: string,
+): LlmError {
   const at = baseURL === undefined ? '' : ` at ${baseURL}`;
   if (HarnessError.is(error)) return error as LlmError;
   if (error instanceof sdk.APIUserAbortError) return abortedError(undefined);
@@ -317,7 +323,8 @@ export class StreamPump<Event> implements AsyncIterableIterator<StreamChunk> {
         else out.length = 0;
         this.pos = 0;
       }
-      const control = (this.control ??= new CallControl(this.signal, this.idleMs));
+      this.control ??= new CallControl(this.signal, this.idleMs);
+      const control = this.control;
       try {
         control.wait();
         if (this.iterator === undefined) this.iterator = ((await this.open(control.signal)) as AsyncIterable<Event>)[Symbol.asyncIterator]();

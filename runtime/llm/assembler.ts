@@ -135,7 +135,8 @@ export class BlockAssembler {
         return;
       }
       case 'usage': {
-        const merged = this.usage ?? (this.usage = {});
+        this.usage ??= {};
+        const merged = this.usage;
         for (const key in chunk.usage) {
           const value = (chunk.usage as Record<string, number | undefined>)[key];
           if (value !== undefined) merged[key] = value;

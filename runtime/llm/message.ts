@@ -4,19 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { deepFreeze } from '../kernel/freeze.ts';
-import type {
-  AssistantMessage,
-  CallId,
-  ContentBlock,
-  ContextForm,
-  ImageBlock,
-  Message,
-  MessageSource,
-  ReplayEnvelope,
-  TextBlock,
-  ToolResultMessage,
-  UserMessage,
-} from './types.ts';
+import type { AssistantMessage, CallId, ContentBlock, ContextForm, ImageBlock, Message, MessageSource, ReplayEnvelope, TextBlock, ToolResultMessage, UserMessage } from './types.ts';
 
 type Content = string | readonly ContentBlock[];
 
@@ -41,26 +29,16 @@ export function createPluginMessage(plugin: string, content: Content, options: {
 }
 
 /** A model reply. `replayState` is the (pruned) envelope aligned with `content`. */
-export function createAssistantMessage(message: {
-  id?: string;
-  content: Content;
-  provider: string;
-  model: string;
-  replayState?: ReplayEnvelope;
-}): AssistantMessage {
-  const source = message.replayState === undefined
-    ? { kind: 'model' as const, provider: message.provider, model: message.model }
-    : { kind: 'model' as const, provider: message.provider, model: message.model, replayState: message.replayState };
+export function createAssistantMessage(message: { id?: string; content: Content; provider: string; model: string; replayState?: ReplayEnvelope }): AssistantMessage {
+  const source =
+    message.replayState === undefined
+      ? { kind: 'model' as const, provider: message.provider, model: message.model }
+      : { kind: 'model' as const, provider: message.provider, model: message.model, replayState: message.replayState };
   return createMessage({ id: message.id, role: 'assistant', content: message.content, source }) as AssistantMessage;
 }
 
 /** The result of one tool call (a string becomes one text block). */
-export function createToolResultMessage(result: {
-  id?: string;
-  callId: CallId;
-  content: string | readonly (TextBlock | ImageBlock)[];
-  isError?: boolean;
-}): ToolResultMessage {
+export function createToolResultMessage(result: { id?: string; callId: CallId; content: string | readonly (TextBlock | ImageBlock)[]; isError?: boolean }): ToolResultMessage {
   const content = typeof result.content === 'string' ? [{ type: 'text' as const, text: result.content }] : [...result.content];
   return createMessage({
     id: result.id,

@@ -95,7 +95,10 @@ export class AdapterRegistry {
   private updateScheduled = false;
   private lastUpdate = '[]';
 
-  constructor(private readonly bus: HookBus, private readonly drainTimeoutMs = 30_000) {}
+  constructor(
+    private readonly bus: HookBus,
+    private readonly drainTimeoutMs = 30_000,
+  ) {}
 
   lookup(provider: string): AdapterRegistration | undefined {
     return this.routes.get(provider);

@@ -29,12 +29,10 @@ const modelFields = {
  * keys are rejected; `defaultReasoningEffort` must be one of `reasoningEfforts`.
  */
 export function modelEntrySchema<Extra extends z.ZodRawShape = Record<never, never>>(extra?: Extra) {
-  return z
-    .strictObject({ ...modelFields, ...(extra ?? ({} as Extra)) })
-    .refine((model) => effortListed(model as { defaultReasoningEffort?: string; reasoningEfforts?: string[] }), {
-      message: "defaultReasoningEffort must be one of the model's reasoningEfforts",
-      path: ['defaultReasoningEffort'],
-    });
+  return z.strictObject({ ...modelFields, ...(extra ?? ({} as Extra)) }).refine((model) => effortListed(model as { defaultReasoningEffort?: string; reasoningEfforts?: string[] }), {
+    message: "defaultReasoningEffort must be one of the model's reasoningEfforts",
+    path: ['defaultReasoningEffort'],
+  });
 }
 
 function effortListed(model: { defaultReasoningEffort?: string; reasoningEfforts?: string[] }): boolean {
@@ -71,7 +69,12 @@ export function routeFields<Model extends z.ZodType>(options: RouteFieldsOptions
     label: z.string().optional(),
     baseURL: z.url({ message: `baseURL must be an absolute URL, e.g. ${options.baseURLExample}` }).optional(),
     // false: a keyless server (a local one): no key is read or sent.
-    apiKeyEnv: z.union([z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, `apiKeyEnv must be an environment variable name, e.g. ${options.apiKeyEnvExample}, or false for a server that takes no key`), z.literal(false)]).optional(),
+    apiKeyEnv: z
+      .union([
+        z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, `apiKeyEnv must be an environment variable name, e.g. ${options.apiKeyEnvExample}, or false for a server that takes no key`),
+        z.literal(false),
+      ])
+      .optional(),
     idleTimeoutMs: z.number().int().positive().optional(),
     headers: httpHeadersSchema.optional(),
     allowUnknownModels: z.boolean().optional(),

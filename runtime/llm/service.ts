@@ -148,7 +148,10 @@ export class LlmService {
       stream(streamOptions: GenerateOptions): AsyncIterable<StreamChunk> {
         if (used) throw new LlmError('INVALID_PREPARED_CALL', 'A prepared call streams once; prepare a new call to try again.');
         if (!callConfigEquals(config, streamOptions)) {
-          throw new LlmError('INVALID_PREPARED_CALL', `A prepared call must be streamed with the config it was prepared with (${describeConfig(config)}), got ${describeConfig(pickCallConfig(streamOptions))}.`);
+          throw new LlmError(
+            'INVALID_PREPARED_CALL',
+            `A prepared call must be streamed with the config it was prepared with (${describeConfig(config)}), got ${describeConfig(pickCallConfig(streamOptions))}.`,
+          );
         }
         used = true;
         return service.dispatch(streamOptions, binding);
@@ -261,7 +264,10 @@ export class LlmService {
 
   private reportDegrade(message: AssistantMessage, problem: { reason: ReplayDegradeReport['reason']; detail: string }, options: GenerateOptions, registration: AdapterRegistration): void {
     let seen = this.degraded.get(message);
-    if (seen === undefined) this.degraded.set(message, (seen = new Set()));
+    if (seen === undefined) {
+      seen = new Set();
+      this.degraded.set(message, seen);
+    }
     const key = `${options.provider}\u0000${problem.reason}`;
     if (seen.has(key)) return;
     seen.add(key);
@@ -313,9 +319,13 @@ export class LlmService {
     } catch {
       // listing is only for the message
     }
-    return new LlmError('UNKNOWN_MODEL', `Provider "${provider}" has no model "${modelId}".${known.length ? ` Known models: ${known.join(', ')}.` : ''} Use one of those, or add it to the models of the provider's route (its adapter plugin's entry in harness.config.ts).`, {
-      details: { provider, model: modelId },
-    });
+    return new LlmError(
+      'UNKNOWN_MODEL',
+      `Provider "${provider}" has no model "${modelId}".${known.length ? ` Known models: ${known.join(', ')}.` : ''} Use one of those, or add it to the models of the provider's route (its adapter plugin's entry in harness.config.ts).`,
+      {
+        details: { provider, model: modelId },
+      },
+    );
   }
 }
 

@@ -5,19 +5,7 @@
  * record says `"ignorable": true`.
  */
 import type { SinkHook } from '../kernel/bus.ts';
-import type {
-  AssistantMessage,
-  CallId,
-  FinishReason,
-  LlmCallConfig,
-  LlmFailure,
-  Message,
-  StreamChunk,
-  TokenUsage,
-  ToolResultMessage,
-  ToolSpec,
-  UserMessage,
-} from '../llm/types.ts';
+import type { AssistantMessage, CallId, FinishReason, LlmCallConfig, LlmFailure, Message, StreamChunk, TokenUsage, ToolResultMessage, ToolSpec, UserMessage } from '../llm/types.ts';
 
 /** Why a turn ended. */
 export type TurnEndReason = 'completed' | 'aborted' | 'error' | 'max-tokens' | 'interrupted';

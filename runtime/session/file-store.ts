@@ -21,14 +21,13 @@ import type { JournalLease, JournalLine, JournalPrefix, JournalStore, ReadRange,
 import { RECORD_ENVELOPE, sortSummaries, Summarizer, type SessionSummary } from './summary.ts';
 import { moveTornTail } from './torn-tail.ts';
 
-
 /** How often a file tail looks for new lines when no change notice came (ms). */
 const TAIL_POLL_MS = 250;
 
 /** The lines, each followed by `\n`, as one string. */
 export function joinLines(lines: readonly string[]): string {
   let text = '';
-  for (let i = 0; i < lines.length; i++) text += lines[i]! + '\n';
+  for (let i = 0; i < lines.length; i++) text += `${lines[i]!}\n`;
   return text;
 }
 
@@ -382,7 +381,10 @@ async function summarizeFile(path: string): Promise<SessionSummary> {
     for await (const lines of lineBatches(path)) for (const line of lines) summary.line(line.text, line.terminated);
   } catch (error) {
     const info = HarnessError.is(error) ? { code: error.code, message: error.message } : { code: 'UNREADABLE', message: String((error as Error)?.message ?? error) };
-    const mtime = await stat(path).then((s) => s.mtimeMs, () => 0);
+    const mtime = await stat(path).then(
+      (s) => s.mtimeMs,
+      () => 0,
+    );
     return { id: summary.header?.id ?? idOfPath(path), path, turnCount: 0, usage: {}, eventCount: 0, lastUpdateAtMs: mtime, error: info };
   }
   if (summary.header === undefined) {
@@ -390,6 +392,12 @@ async function summarizeFile(path: string): Promise<SessionSummary> {
   }
   const parent = summary.header.parent;
   const truncatedFork = parent !== undefined && summary.events < parent.seq;
-  const fallback = summary.lastAtMs !== undefined && !truncatedFork ? 0 : await stat(path).then((s) => s.mtimeMs, () => (truncatedFork ? 0 : summary.header!.createdAtMs));
+  const fallback =
+    summary.lastAtMs !== undefined && !truncatedFork
+      ? 0
+      : await stat(path).then(
+          (s) => s.mtimeMs,
+          () => (truncatedFork ? 0 : summary.header!.createdAtMs),
+        );
   return summary.finish(path, fallback);
 }

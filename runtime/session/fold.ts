@@ -227,7 +227,8 @@ export class Folder implements Surface {
     // A plugin reducer may read or change `draft.messages`: commit the working surface first, so
     // the draft holds it (drafted by immer on access); later surface changes start from it.
     if (CORE_REDUCERS[type] !== reducer && this.working !== undefined) this.finish();
-    const draft = this.draft ?? (this.draft = createDraft(this.base));
+    this.draft ??= createDraft(this.base);
+    const draft = this.draft;
     reducer(draft, event, this);
     draft.lastSeq = event.seq;
   }
@@ -247,11 +248,13 @@ export class Folder implements Surface {
   }
 
   append(message: Message): void {
-    (this.working ??= [...this.currentMessages()]).push(message);
+    this.working ??= [...this.currentMessages()];
+    this.working.push(message);
   }
 
   replace(start: number, end: number, messages: readonly Message[]): void {
-    (this.working ??= [...this.currentMessages()]).splice(start, end - start, ...messages);
+    this.working ??= [...this.currentMessages()];
+    this.working.splice(start, end - start, ...messages);
   }
 
   private currentMessages(): readonly Message[] {

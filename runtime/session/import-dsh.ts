@@ -140,7 +140,10 @@ export async function importDshSession(path: string, options: { now?: () => numb
         if (dshHeader === undefined) {
           if (record?.type !== 'session') fail(1, 'line 1 is not a session header.');
           if (record.version !== 0) {
-            fail(1, `session format version ${JSON.stringify(record.version)}; the DeepSeek Harness import reads version 0${record.version === 1 ? ' (this looks like a Harness journal already: open it with openSession)' : ''}.`);
+            fail(
+              1,
+              `session format version ${JSON.stringify(record.version)}; the DeepSeek Harness import reads version 0${record.version === 1 ? ' (this looks like a Harness journal already: open it with openSession)' : ''}.`,
+            );
           }
           dshHeader = record as Record<string, unknown>;
           clock = typeof record.createdAt === 'number' ? record.createdAt : 0;
@@ -172,7 +175,13 @@ export async function importDshSession(path: string, options: { now?: () => numb
         if (i > 0 && typeof dt[i - 1] === 'number') clock += dt[i - 1] as number;
         const chunk: StreamChunk =
           type === 'tool-call-chunks'
-            ? ({ type: 'tool-call-delta', index: data.index, ...(data.id !== undefined ? { id: data.id } : {}), ...(i === 0 && data.name !== undefined ? { name: data.name } : {}), arguments: deltas[i] } as StreamChunk)
+            ? ({
+                type: 'tool-call-delta',
+                index: data.index,
+                ...(data.id !== undefined ? { id: data.id } : {}),
+                ...(i === 0 && data.name !== undefined ? { name: data.name } : {}),
+                arguments: deltas[i],
+              } as StreamChunk)
             : ({ type: PACKED[type]!, index: data.index, text: deltas[i] } as StreamChunk);
         chunkEvent(data.turn, data.step, chunk, lineNumber);
       }
@@ -202,7 +211,11 @@ export async function importDshSession(path: string, options: { now?: () => numb
         if (mapped !== kind) warnings.push(`line ${lineNumber}: turn end reason ${JSON.stringify(kind)} mapped to "error"`);
         const failure = reason?.error ?? reason?.failure;
         const { reason: _r, ...rest } = data;
-        emit(type, { ...rest, reason: mapped, ...(failure ? { failure: normalizeFailure(failure) } : {}), ...(typeof reason === 'object' && Object.keys(reason).length > 1 ? { dshReason: reason } : {}) }, lineNumber);
+        emit(
+          type,
+          { ...rest, reason: mapped, ...(failure ? { failure: normalizeFailure(failure) } : {}), ...(typeof reason === 'object' && Object.keys(reason).length > 1 ? { dshReason: reason } : {}) },
+          lineNumber,
+        );
         call = undefined;
         turn = undefined;
         return;
@@ -276,15 +289,28 @@ export async function importDshSession(path: string, options: { now?: () => numb
         return;
       case 'compaction/start':
         compaction = { replaced: false };
-        emit(type, { ...data, trigger: data.trigger ?? (lastFinishCode === 'CONTEXT_WINDOW_EXCEEDED' ? 'context-window-exceeded' : 'threshold'), messageCount: data.messageCount ?? folder!.messageCount }, lineNumber);
+        emit(
+          type,
+          { ...data, trigger: data.trigger ?? (lastFinishCode === 'CONTEXT_WINDOW_EXCEEDED' ? 'context-window-exceeded' : 'threshold'), messageCount: data.messageCount ?? folder!.messageCount },
+          lineNumber,
+        );
         return;
       case 'compaction/summary': {
-        const summary = typeof data.summary === 'string' ? data.summary : Array.isArray(data.summary) ? data.summary.map((b: { text?: unknown }) => (typeof b?.text === 'string' ? b.text : '')).join('') : '';
+        const summary =
+          typeof data.summary === 'string' ? data.summary : Array.isArray(data.summary) ? data.summary.map((b: { text?: unknown }) => (typeof b?.text === 'string' ? b.text : '')).join('') : '';
         emit(type, { ...data, summary, ...(typeof data.summary === 'string' ? {} : { summaryContent: data.summary }) }, lineNumber);
         return;
       }
       case 'compaction/end':
-        emit(type, { ...data, outcome: data.outcome ?? (compaction?.replaced ? 'compacted' : 'failed'), ...(data.outcome === undefined && compaction?.replaced ? { keptMessageCount: folder!.messageCount } : {}) }, lineNumber);
+        emit(
+          type,
+          {
+            ...data,
+            outcome: data.outcome ?? (compaction?.replaced ? 'compacted' : 'failed'),
+            ...(data.outcome === undefined && compaction?.replaced ? { keptMessageCount: folder!.messageCount } : {}),
+          },
+          lineNumber,
+        );
         compaction = undefined;
         return;
       case 'request/header':
@@ -314,8 +340,10 @@ export async function importDshSession(path: string, options: { now?: () => numb
     }
     const recordedReplay = (value.message.source as { replayState?: unknown }).replayState;
     if (!isDeepStrictEqual(content, value.message.content)) mismatches.push({ seq, turn: value.turn, step: value.step, field: 'content', recorded: value.message.content, assembled: content });
-    if (!interrupted && !isDeepStrictEqual(replayState, recordedReplay)) mismatches.push({ seq, turn: value.turn, step: value.step, field: 'replayState', recorded: recordedReplay, assembled: replayState });
-    if (!interrupted && value.usage !== undefined && !isDeepStrictEqual(usage, value.usage)) mismatches.push({ seq, turn: value.turn, step: value.step, field: 'usage', recorded: value.usage, assembled: usage });
+    if (!interrupted && !isDeepStrictEqual(replayState, recordedReplay))
+      mismatches.push({ seq, turn: value.turn, step: value.step, field: 'replayState', recorded: recordedReplay, assembled: replayState });
+    if (!interrupted && value.usage !== undefined && !isDeepStrictEqual(usage, value.usage))
+      mismatches.push({ seq, turn: value.turn, step: value.step, field: 'usage', recorded: value.usage, assembled: usage });
   }
 
   function mapChunk(chunk: any, lineNumber: number): StreamChunk {

@@ -153,7 +153,7 @@ function primitiveProblem(value: unknown): string | null | undefined {
     case 'boolean':
       return null;
     case 'number':
-      if (value !== value) return 'NaN';
+      if (Number.isNaN(value)) return 'NaN';
       if (value === Infinity || value === -Infinity) return String(value);
       if (value === 0 && 1 / value < 0) return '-0 (JSON writes it as 0)';
       return null;

@@ -148,9 +148,13 @@ function release(path: string, content: string): void {
  */
 export function acquireLock(lockPath: string, journalPath: string): LockResult {
   if (held.has(lockPath)) {
-    throw new HarnessError('JOURNAL_LOCKED', `${journalPath} is already open for writing in this process (pid ${process.pid}); close that journal first, or open the session read-only with openSession.`, {
-      details: { path: journalPath, pid: process.pid },
-    });
+    throw new HarnessError(
+      'JOURNAL_LOCKED',
+      `${journalPath} is already open for writing in this process (pid ${process.pid}); close that journal first, or open the session read-only with openSession.`,
+      {
+        details: { path: journalPath, pid: process.pid },
+      },
+    );
   }
   let result: Taken;
   try {

@@ -69,7 +69,13 @@ function reportStaleLease(bus: HookBus | undefined, lease: JournalLease): void {
  * @internal Use `createJournal` / `forkSession` / `importJournal`.
  * @throws HarnessError `JOURNAL_EXISTS`, `JOURNAL_LOCKED`, the store's own errors.
  */
-export async function createStoredJournal(store: JournalStore, header: SessionHeader, io: JournalIoOptions = {}, prefix?: JournalPrefix & { readonly state: SessionState }, headerLine = JSON.stringify(header)): Promise<StoreJournal> {
+export async function createStoredJournal(
+  store: JournalStore,
+  header: SessionHeader,
+  io: JournalIoOptions = {},
+  prefix?: JournalPrefix & { readonly state: SessionState },
+  headerLine = JSON.stringify(header),
+): Promise<StoreJournal> {
   const lease = await store.create(header.id, headerLine, prefix !== undefined ? { prefix } : {});
   reportStaleLease(io.bus, lease);
   return new StoreJournal({ lease, header, state: prefix?.state ?? initialState(header.id), lastSeq: prefix?.lastSeq ?? 0, ...io });

@@ -48,7 +48,13 @@ export function fileSource(path: string): LineSource {
 
 /** The lines of session `id` in `store`. */
 export function storeSource(store: JournalStore, id: string, range?: ReadRange): LineSource {
-  return { name: store.locationOf(id), batches: store.read(id, range), atomic: store.atomicWrites, ...(range?.fromSeq !== undefined && range.fromSeq > 1 ? { fromSeq: range.fromSeq } : {}), ...(range?.toSeq !== undefined ? { toSeq: range.toSeq } : {}) };
+  return {
+    name: store.locationOf(id),
+    batches: store.read(id, range),
+    atomic: store.atomicWrites,
+    ...(range?.fromSeq !== undefined && range.fromSeq > 1 ? { fromSeq: range.fromSeq } : {}),
+    ...(range?.toSeq !== undefined ? { toSeq: range.toSeq } : {}),
+  };
 }
 
 /** The journal format version this build reads and writes. */
@@ -66,7 +72,9 @@ export interface SkippedLine {
 /** Parses and checks a header line. @throws HarnessError `JOURNAL_HEADER`, `JOURNAL_VERSION`. */
 export function parseHeaderLine(text: string | undefined, path: string, terminated = true): SessionHeader {
   if (text === undefined) {
-    throw new HarnessError('JOURNAL_HEADER', `${path}:1: the journal is empty; line 1 must be a session header {"type":"session","version":${JOURNAL_FORMAT_VERSION},"id":…}.`, { details: { path, line: 1 } });
+    throw new HarnessError('JOURNAL_HEADER', `${path}:1: the journal is empty; line 1 must be a session header {"type":"session","version":${JOURNAL_FORMAT_VERSION},"id":…}.`, {
+      details: { path, line: 1 },
+    });
   }
   let value: unknown;
   try {
@@ -80,9 +88,13 @@ export function parseHeaderLine(text: string | undefined, path: string, terminat
   }
   const header = value as Partial<SessionHeader> & Record<string, unknown>;
   if (typeof header !== 'object' || header === null || Array.isArray(header) || header.type !== 'session') {
-    throw new HarnessError('JOURNAL_HEADER', `${path}:1: line 1 is not a session header (it needs "type":"session"): this file is not a Harness journal, or its header line was damaged. The file was left as it is.`, {
-      details: { path, line: 1 },
-    });
+    throw new HarnessError(
+      'JOURNAL_HEADER',
+      `${path}:1: line 1 is not a session header (it needs "type":"session"): this file is not a Harness journal, or its header line was damaged. The file was left as it is.`,
+      {
+        details: { path, line: 1 },
+      },
+    );
   }
   if (header.version !== JOURNAL_FORMAT_VERSION) {
     const found = JSON.stringify(header.version);
@@ -199,87 +211,87 @@ export async function scanJournal(from: string | LineSource, options: ScanOption
 
   let size = 0;
   const onLine = (line: RawLine): boolean | void => {
-      if (header === undefined) {
-        header = parseHeaderLine(line.text, path, line.terminated);
-        if (!line.terminated) {
-          throw new HarnessError('JOURNAL_HEADER', `${path}:1: the header line has no line end (the file was cut while it was created). The file was left as it is.`, { details: { path, line: 1 } });
-        }
-        headerLine = line;
-        keptBytes = line.end;
-        folder = new Folder(initialState(header.id));
-        return;
-      }
-      if (pendingBad !== undefined) {
-        corrupt(pendingBad);
-        pendingBad = undefined;
-      }
+    if (header === undefined) {
+      header = parseHeaderLine(line.text, path, line.terminated);
       if (!line.terminated) {
-        tornTail = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: 'the last line has no line end (a write was cut)' };
-        return;
+        throw new HarnessError('JOURNAL_HEADER', `${path}:1: the header line has no line end (the file was cut while it was created). The file was left as it is.`, { details: { path, line: 1 } });
       }
-      const parsed = parseEventLine(line.text);
-      if (typeof parsed === 'string') {
-        pendingBad = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: parsed };
-        return;
-      }
-      const expected = lastSeq + 1;
-      if (parsed.seq !== expected && !(salvage && parsed.seq > lastSeq)) {
-        pendingBad = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: `seq ${parsed.seq} where ${expected} was expected` };
-        // A seq error is never a torn write: report it at once.
-        corrupt(pendingBad);
-        pendingBad = undefined;
-        return;
-      }
-      // A complete line of the wrong shape is never a torn write either.
-      const shape = shapeProblem(parsed.type, parsed.data);
-      if (shape !== undefined) {
-        corrupt({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: shape });
-        return;
-      }
-      try {
-        options.onEvent?.(parsed, line);
-        if (fold) folder!.apply(parsed);
-      } catch (error) {
-        if (HarnessError.is(error) && (error.code === 'UNKNOWN_EVENT_TYPE' || error.code === 'INVALID_EVENT_DATA')) {
-          if (salvage) {
-            skipped.push({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: error.message });
-            return;
-          }
-          throw new HarnessError(error.code, `${path}:${line.lineNumber}: ${error.message} The file was left as it is.`, {
-            details: { ...error.failure, path, line: line.lineNumber },
-            cause: error,
-          });
-        }
-        throw error;
-      }
-      lastSeq = parsed.seq;
-      eventCount++;
+      headerLine = line;
       keptBytes = line.end;
-      if (track) {
-        const type = parsed.type;
-        if (type === 'assistant/chunk') {
-          const { turn, step, chunk } = parsed.data as { turn: number; step: number; chunk: StreamChunk };
-          if (liveCall === undefined || liveCall.finish !== undefined || liveCall.turn !== turn || liveCall.step !== step) {
-            liveCall = { turn, step, assembler: new BlockAssembler(), finish: undefined, chunkCount: 0 };
-          }
-          try {
-            liveCall.assembler.push(chunk);
-          } catch {
-            // a malformed chunk adds nothing to what a repair can keep
-          }
-          liveCall.chunkCount++;
-          if (chunk?.type === 'finish') liveCall.finish = chunk.finish;
-        } else if (type === 'turn/start') {
-          liveCall = undefined;
-          openTurnSeq = parsed.seq;
-        } else if (type === 'turn/end') {
-          liveCall = undefined;
-          openTurnSeq = undefined;
-        } else if (type === 'step/start' || type === 'step/end' || type === 'llm/retry' || type === 'assistant/message') {
-          liveCall = undefined;
+      folder = new Folder(initialState(header.id));
+      return;
+    }
+    if (pendingBad !== undefined) {
+      corrupt(pendingBad);
+      pendingBad = undefined;
+    }
+    if (!line.terminated) {
+      tornTail = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: 'the last line has no line end (a write was cut)' };
+      return;
+    }
+    const parsed = parseEventLine(line.text);
+    if (typeof parsed === 'string') {
+      pendingBad = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: parsed };
+      return;
+    }
+    const expected = lastSeq + 1;
+    if (parsed.seq !== expected && !(salvage && parsed.seq > lastSeq)) {
+      pendingBad = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: `seq ${parsed.seq} where ${expected} was expected` };
+      // A seq error is never a torn write: report it at once.
+      corrupt(pendingBad);
+      pendingBad = undefined;
+      return;
+    }
+    // A complete line of the wrong shape is never a torn write either.
+    const shape = shapeProblem(parsed.type, parsed.data);
+    if (shape !== undefined) {
+      corrupt({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: shape });
+      return;
+    }
+    try {
+      options.onEvent?.(parsed, line);
+      if (fold) folder!.apply(parsed);
+    } catch (error) {
+      if (HarnessError.is(error) && (error.code === 'UNKNOWN_EVENT_TYPE' || error.code === 'INVALID_EVENT_DATA')) {
+        if (salvage) {
+          skipped.push({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: error.message });
+          return;
         }
+        throw new HarnessError(error.code, `${path}:${line.lineNumber}: ${error.message} The file was left as it is.`, {
+          details: { ...error.failure, path, line: line.lineNumber },
+          cause: error,
+        });
       }
-      if (options.stopAtSeq !== undefined && lastSeq >= options.stopAtSeq) return false;
+      throw error;
+    }
+    lastSeq = parsed.seq;
+    eventCount++;
+    keptBytes = line.end;
+    if (track) {
+      const type = parsed.type;
+      if (type === 'assistant/chunk') {
+        const { turn, step, chunk } = parsed.data as { turn: number; step: number; chunk: StreamChunk };
+        if (liveCall === undefined || liveCall.finish !== undefined || liveCall.turn !== turn || liveCall.step !== step) {
+          liveCall = { turn, step, assembler: new BlockAssembler(), finish: undefined, chunkCount: 0 };
+        }
+        try {
+          liveCall.assembler.push(chunk);
+        } catch {
+          // a malformed chunk adds nothing to what a repair can keep
+        }
+        liveCall.chunkCount++;
+        if (chunk?.type === 'finish') liveCall.finish = chunk.finish;
+      } else if (type === 'turn/start') {
+        liveCall = undefined;
+        openTurnSeq = parsed.seq;
+      } else if (type === 'turn/end') {
+        liveCall = undefined;
+        openTurnSeq = undefined;
+      } else if (type === 'step/start' || type === 'step/end' || type === 'llm/retry' || type === 'assistant/message') {
+        liveCall = undefined;
+      }
+    }
+    if (options.stopAtSeq !== undefined && lastSeq >= options.stopAtSeq) return false;
   };
   try {
     scan: for await (const lines of source.batches) {
@@ -424,7 +436,7 @@ function corruptError(path: string, bad: SkippedLine): HarnessError {
 
 /** The header of a journal (reads only line 1). @throws `JOURNAL_NOT_FOUND`, `JOURNAL_HEADER`, `JOURNAL_VERSION`. */
 export async function readJournalHeader(path: string): Promise<SessionHeader> {
-  let first;
+  let first: Awaited<ReturnType<typeof readFirstLine>>;
   try {
     first = await readFirstLine(path);
   } catch (error) {

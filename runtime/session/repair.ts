@@ -66,7 +66,7 @@ function plan(state: SessionState, liveCall: LiveCall | undefined, cause: Repair
 
   if (state.compacting) push('compaction/end', { outcome: 'failed', failure: interrupted('a compaction was running', cause) });
 
-  if (open !== undefined && open.stepOpen && liveCall !== undefined && liveCall.chunkCount > 0 && liveCall.turn === open.turn && liveCall.step === open.step) {
+  if (open?.stepOpen && liveCall !== undefined && liveCall.chunkCount > 0 && liveCall.turn === open.turn && liveCall.step === open.step) {
     const finish = liveCall.finish;
     if (finish === undefined || finish.kind === 'stop' || finish.kind === 'tool-calls' || finish.kind === 'max-tokens') {
       const kept = liveCall.assembler.interruptedBlocks();

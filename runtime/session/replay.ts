@@ -66,7 +66,12 @@ export async function forkSession(source: string, options: ForkOptions): Promise
   const closing = planRepair(state, prefix.liveCall, { kind: 'fork', atSeq });
   if (closing.length > 0 && options.closeOpenTurn !== true) {
     const open = state.openTurn;
-    const where = open !== undefined ? `inside turn ${open.turn}${prefix.openTurnSeq !== undefined ? ` (started at seq ${prefix.openTurnSeq})` : ''}` : state.compacting ? 'inside a compaction' : 'with unanswered tool calls';
+    const where =
+      open !== undefined
+        ? `inside turn ${open.turn}${prefix.openTurnSeq !== undefined ? ` (started at seq ${prefix.openTurnSeq})` : ''}`
+        : state.compacting
+          ? 'inside a compaction'
+          : 'with unanswered tool calls';
     const before = prefix.openTurnSeq !== undefined ? ` Fork at seq ${prefix.openTurnSeq - 1} (before that turn) or at the seq of its turn/end,` : '';
     throw new HarnessError('FORK_INSIDE_TURN', `Seq ${atSeq} of session ${sourceHeader.id} is ${where}.${before} or pass { closeOpenTurn: true } to close it with synthetic events in the fork.`, {
       details: { sessionId: sourceHeader.id, atSeq, ...(prefix.openTurnSeq !== undefined ? { turnStartSeq: prefix.openTurnSeq } : {}) },

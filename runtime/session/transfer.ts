@@ -18,7 +18,11 @@ import type { JournalStore } from './store.ts';
  * Resolves with what was written.
  * @throws HarnessError `JOURNAL_NOT_FOUND`, the reader's `JOURNAL_*` errors.
  */
-export async function exportSession(store: JournalStore, id: string, write: (text: string) => void | Promise<void>): Promise<{ header: SessionHeader; lastSeq: number; lineCount: number; tornTail?: SkippedLine }> {
+export async function exportSession(
+  store: JournalStore,
+  id: string,
+  write: (text: string) => void | Promise<void>,
+): Promise<{ header: SessionHeader; lastSeq: number; lineCount: number; tornTail?: SkippedLine }> {
   // One pass that checks (the fold is what rejects a damaged session), one that copies: a
   // session is never half-exported because line 900 000 was bad.
   const scan = await scanJournal(storeSource(store, id), { fold: false });

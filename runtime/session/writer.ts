@@ -226,10 +226,14 @@ export class StoreJournal implements SessionJournal {
 
   private writeFailed(): HarnessError {
     const cause = this.failure;
-    return new HarnessError('JOURNAL_WRITE_FAILED', `Writing ${this.path} failed (${cause instanceof Error ? cause.message : String(cause)}); events appended since the last checkpoint may be lost. Reopen the journal to repair it.`, {
-      cause,
-      details: { path: this.path, ...(HarnessError.is(cause) ? { cause: cause.code } : {}) },
-    });
+    return new HarnessError(
+      'JOURNAL_WRITE_FAILED',
+      `Writing ${this.path} failed (${cause instanceof Error ? cause.message : String(cause)}); events appended since the last checkpoint may be lost. Reopen the journal to repair it.`,
+      {
+        cause,
+        details: { path: this.path, ...(HarnessError.is(cause) ? { cause: cause.code } : {}) },
+      },
+    );
   }
 
   private schedule(): void {
@@ -350,11 +354,10 @@ export function eventLine(event: AnySessionEvent): string {
     if (typeFragments.size < 4096) typeFragments.set(event.type, fragment);
   }
   const atMs = Number.isFinite(event.atMs) ? String(event.atMs) : 'null';
-  return '{"seq":' + event.seq + fragment + atMs + ',"data":' + JSON.stringify(event.data) + (event.ignorable === true ? ',"ignorable":true}' : '}');
+  return `{"seq":${event.seq}${fragment}${atMs},"data":${JSON.stringify(event.data)}${event.ignorable === true ? ',"ignorable":true}' : '}'}`;
 }
 
 /** One record line (with its `\n`), as every store holds it. Key order: seq, type, atMs, data, ignorable. */
 export function serializeEvent(event: AnySessionEvent): string {
   return `${eventLine(event)}\n`;
 }
-

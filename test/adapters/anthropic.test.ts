@@ -4,16 +4,7 @@
  * to real streams; faults; thinking-signature / redacted-data round trip; request bodies.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createAssistantMessage,
-  createHarness,
-  createMessage,
-  createToolResultMessage,
-  createUserMessage,
-  isRetryableCode,
-  type AssembledMessage,
-  type Message,
-} from '../../runtime/index.ts';
+import { createAssistantMessage, createHarness, createMessage, createToolResultMessage, createUserMessage, isRetryableCode, type AssembledMessage, type Message } from '../../runtime/index.ts';
 import type { AnthropicAdapter } from '../../plugins/llm-anthropic/adapter.ts';
 import { providerErrorBody, readFixture, splitSseFrames, sseFrame } from '../support/fixture-server.ts';
 import { adapterOf, ANTHROPIC_PLUGIN, checkBlockProtocol, finishOf, reasoningOf, run, startRig, TEST_KEY_ENV, textOf, toolCallsOf, type Rig } from './helpers.ts';
@@ -64,7 +55,12 @@ const usage = (input: number, output: number) => ({ inputTokens: input, cacheRea
 /** A field of the `content_block_start` / delta events of a fixture (raw .sse or chunk list). */
 function events(fixture: string): { type: string; index?: number; content_block?: Record<string, string>; delta?: Record<string, string> }[] {
   const text = readFixture(fixture);
-  const lines = fixture.endsWith('.jsonl') ? text.split('\n').filter((l) => l.trim() !== '') : text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
+  const lines = fixture.endsWith('.jsonl')
+    ? text.split('\n').filter((l) => l.trim() !== '')
+    : text
+        .split('\n')
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6));
   return lines.map((line) => JSON.parse(line));
 }
 
@@ -93,7 +89,10 @@ describe('anthropic fixtures (SOURCES.md expected outcomes)', () => {
     const toolStart = chunks.find((c) => c.type === 'block-start' && c.blockType === 'tool-call');
     expect(toolStart).toMatchObject({ index: 1, id: 'toolu_01EKqbqmZrGRXy18eN7m9kvY', name: 'make_file' });
     expect(chunks.some((c) => c.type === 'block-end' && c.index === 1)).toBe(false);
-    const partial = chunks.filter((c) => c.type === 'tool-call-delta').map((c) => (c as { arguments?: string }).arguments ?? '').join('');
+    const partial = chunks
+      .filter((c) => c.type === 'tool-call-delta')
+      .map((c) => (c as { arguments?: string }).arguments ?? '')
+      .join('');
     expect(partial).toBe('{"filename": "taxes.txt", "lines_of_text": [\n"# COMPREHENSIVE TAX GUIDE FOR INDIVIDUALS WITH MULTIPLE W-2s",\n"",\n"## INTRODUCTION",\n"",\n"Filing taxes');
     expect(result.finish).toEqual({ kind: 'max-tokens' });
     expect(result.replayState?.blocks).toEqual([null]);
@@ -125,7 +124,9 @@ describe('anthropic fixtures (SOURCES.md expected outcomes)', () => {
       { type: 'reasoning', text: '', redacted: true },
       { type: 'reasoning', text: '', redacted: true },
     ]);
-    const data = events(fixture).filter((e) => e.type === 'content_block_start' && e.content_block?.type === 'redacted_thinking').map((e) => e.content_block!.data);
+    const data = events(fixture)
+      .filter((e) => e.type === 'content_block_start' && e.content_block?.type === 'redacted_thinking')
+      .map((e) => e.content_block!.data);
     expect(data.map((d) => d!.length)).toEqual([744, 296]);
     expect(result.replayState?.blocks).toEqual([{ data: data[0] }, { data: data[1] }, null]);
     const text = textOf(result);
@@ -253,7 +254,10 @@ describe('anthropic faults', () => {
     delete process.env[variable];
     const harness = await createHarness({ config: { plugins: [{ module: ANTHROPIC_PLUGIN, config: { providers: { anthropic: { apiKeyEnv: variable } } } }] } });
     try {
-      const refused = await harness.llm.prepareCall({ provider: 'anthropic', model: 'claude-sonnet-5-5' }).then(() => undefined, (error: unknown) => error as { code: string; message: string });
+      const refused = await harness.llm.prepareCall({ provider: 'anthropic', model: 'claude-sonnet-5-5' }).then(
+        () => undefined,
+        (error: unknown) => error as { code: string; message: string },
+      );
       expect(refused?.code).toBe('AUTH');
       expect(refused?.message).toContain(variable);
       expect(refused?.message).not.toContain('\n');
@@ -330,14 +334,28 @@ describe('thinking signature / redacted data round trip', () => {
     rig.server.enqueue({ body: thinkingThenTool() });
     const first = await run(rig.harness, { provider: 'anthropic', model: MODEL });
     const adapter = adapterOf<AnthropicAdapter>(rig.harness, 'anthropic');
-    const foreignKind = createAssistantMessage({ content: first.result.content, provider: 'anthropic', model: MODEL, replayState: { response: { kind: 'openai-chat', version: 1 }, blocks: [{ field: 'reasoning_content' }, null] } });
+    const foreignKind = createAssistantMessage({
+      content: first.result.content,
+      provider: 'anthropic',
+      model: MODEL,
+      replayState: { response: { kind: 'openai-chat', version: 1 }, blocks: [{ field: 'reasoning_content' }, null] },
+    });
     const otherProvider = createAssistantMessage({ content: first.result.content, provider: 'proxy', model: MODEL, replayState: first.result.replayState });
-    const oldVersion = createAssistantMessage({ content: first.result.content, provider: 'anthropic', model: MODEL, replayState: { ...first.result.replayState!, response: { kind: 'anthropic', version: 0 } } });
+    const oldVersion = createAssistantMessage({
+      content: first.result.content,
+      provider: 'anthropic',
+      model: MODEL,
+      replayState: { ...first.result.replayState!, response: { kind: 'anthropic', version: 0 } },
+    });
     for (const message of [foreignKind, otherProvider, oldVersion]) {
       const before = adapter.degradeCount;
       for (let i = 0; i < 2; i++) {
         rig.server.enqueue('anthropic/text-with-ping.chunks.jsonl');
-        await run(rig.harness, { provider: 'anthropic', model: MODEL }, { messages: [createUserMessage('q'), message, createToolResultMessage({ callId: 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP', content: 'ok' })] });
+        await run(
+          rig.harness,
+          { provider: 'anthropic', model: MODEL },
+          { messages: [createUserMessage('q'), message, createToolResultMessage({ callId: 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP', content: 'ok' })] },
+        );
         const request = rig.server.requests.at(-1)!;
         expect(request.body.messages[1]).toEqual({ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_01QE1WLsSVp5hy5Q3GmGTmjP', name: 'updateIssueList', input: {} }] });
         expect(request.rawBody).not.toContain('signature');
@@ -351,7 +369,10 @@ describe('thinking signature / redacted data round trip', () => {
     const adapter = adapterOf<AnthropicAdapter>(rig.harness, 'anthropic');
     const before = adapter.degradeCount;
     const message = createAssistantMessage({
-      content: [{ type: 'reasoning', text: '', redacted: true }, { type: 'text', text: 'hi' }],
+      content: [
+        { type: 'reasoning', text: '', redacted: true },
+        { type: 'text', text: 'hi' },
+      ],
       provider: 'anthropic',
       model: MODEL,
       replayState: { response: { kind: 'anthropic', version: 1 }, blocks: [{ signature: 'x' }, null] },
@@ -376,17 +397,43 @@ describe('anthropic request serialisation', () => {
         { type: 'image', mediaType: 'image/png', data: png },
         { type: 'image', mediaType: 'image/jpeg', url: 'https://example.com/a.jpg' },
       ]),
-      createAssistantMessage({ provider: 'other', model: 'x', content: [{ type: 'reasoning', text: 'hmm' }, { type: 'text', text: 'Let me search.' }, { type: 'tool-call', id: 't1', name: 'search', arguments: '{"q":"png"}' }, { type: 'tool-call', id: 't2', name: 'search', arguments: 'not json' }] }),
-      createToolResultMessage({ callId: 't1', content: [{ type: 'text', text: 'found' }, { type: 'image', mediaType: 'image/png', data: png }] }),
+      createAssistantMessage({
+        provider: 'other',
+        model: 'x',
+        content: [
+          { type: 'reasoning', text: 'hmm' },
+          { type: 'text', text: 'Let me search.' },
+          { type: 'tool-call', id: 't1', name: 'search', arguments: '{"q":"png"}' },
+          { type: 'tool-call', id: 't2', name: 'search', arguments: 'not json' },
+        ],
+      }),
+      createToolResultMessage({
+        callId: 't1',
+        content: [
+          { type: 'text', text: 'found' },
+          { type: 'image', mediaType: 'image/png', data: png },
+        ],
+      }),
       createToolResultMessage({ callId: 't2', content: 'bad arguments', isError: true }),
       createUserMessage('And?'),
     ];
     rig.server.enqueue('anthropic/text-with-ping.chunks.jsonl');
-    await run(rig.harness, { provider: 'anthropic', model: 'claude-test-budget', reasoningEffort: 'low', maxTokens: 4000, temperature: 0.3, stop: ['###'] }, { system: 'Be helpful.', tools: [tool], messages: history });
+    await run(
+      rig.harness,
+      { provider: 'anthropic', model: 'claude-test-budget', reasoningEffort: 'low', maxTokens: 4000, temperature: 0.3, stop: ['###'] },
+      { system: 'Be helpful.', tools: [tool], messages: history },
+    );
     const request = rig.server.requests.at(-1)!;
     expect(request.headers['anthropic-version']).toBeDefined();
     const body = request.body;
-    expect(body).toMatchObject({ model: 'claude-test-budget', max_tokens: 4000, stream: true, system: 'Be helpful.\n\nPrefer metric units.', thinking: { type: 'enabled', budget_tokens: 2048 }, stop_sequences: ['###'] });
+    expect(body).toMatchObject({
+      model: 'claude-test-budget',
+      max_tokens: 4000,
+      stream: true,
+      system: 'Be helpful.\n\nPrefer metric units.',
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      stop_sequences: ['###'],
+    });
     expect(body.temperature).toBeUndefined(); // thinking on
     expect(body.tools).toEqual([{ name: 'search', description: 'Search the web.', input_schema: tool.inputSchema }]);
     expect(body.messages).toEqual([
@@ -409,7 +456,14 @@ describe('anthropic request serialisation', () => {
       {
         role: 'user',
         content: [
-          { type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'found' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } }] },
+          {
+            type: 'tool_result',
+            tool_use_id: 't1',
+            content: [
+              { type: 'text', text: 'found' },
+              { type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } },
+            ],
+          },
           { type: 'tool_result', tool_use_id: 't2', content: 'bad arguments', is_error: true },
           { type: 'text', text: 'And?' },
         ],

@@ -64,7 +64,12 @@ describe('llm-openai config', () => {
       },
     });
     process.env.HARNESS_TEST_CONFIG_KEY = 'test-key';
-    expect(harness.llm.registry.list().map((r) => r.provider).sort()).toEqual(['deepseek', 'groq']);
+    expect(
+      harness.llm.registry
+        .list()
+        .map((r) => r.provider)
+        .sort(),
+    ).toEqual(['deepseek', 'groq']);
     const prepared = await harness.llm.prepareCall({ provider: 'deepseek', model: 'deepseek-reasoner' });
     expect(prepared.config.temperature).toBe(0.2);
     expect(prepared.model.maxOutputTokens).toBe(64_000);
@@ -81,7 +86,10 @@ describe('llm-openai config', () => {
       [{ providers: { openai: { compat: 'deepseek' } } }, /providers\.openai\.compat: compat applies to api "chat" routes only/],
       [{ providers: { openai: { apiKeyEnv: 'my key' } } }, /providers\.openai\.apiKeyEnv: apiKeyEnv must be an environment variable name/],
       [{ providers: { openai: { idleTimeoutMs: -1 } } }, /providers\.openai\.idleTimeoutMs/],
-      [{ providers: { openai: { models: [{ id: 'm', reasoningEfforts: ['low'], defaultReasoningEffort: 'high' }] } } }, /providers\.openai\.models\.0\.defaultReasoningEffort: defaultReasoningEffort must be one of/],
+      [
+        { providers: { openai: { models: [{ id: 'm', reasoningEfforts: ['low'], defaultReasoningEffort: 'high' }] } } },
+        /providers\.openai\.models\.0\.defaultReasoningEffort: defaultReasoningEffort must be one of/,
+      ],
       [{ providers: { openai: { models: [{ id: 'm' }, { id: 'm' }] } } }, /providers\.openai\.models\.1\.id: model "m" is listed twice/],
       [{ providers: { openai: { surprise: true } } }, /providers\.openai: Unrecognized key: "surprise"/],
       [{ providers: { openai: { headers: { 'bad header': 'x' } } } }, /providers\.openai\.headers\.bad header: header name "bad header" is not an HTTP token/],
@@ -139,7 +147,12 @@ describe('llm-anthropic config', () => {
   it('both plugins load side by side; a taken route is DUPLICATE_ADAPTER', async () => {
     const harness = await createHarness({ config: { plugins: [{ module: OPENAI_PLUGIN }, { module: ANTHROPIC_PLUGIN }] } });
     open.push(harness);
-    expect(harness.llm.registry.list().map((r) => r.provider).sort()).toEqual(['anthropic', 'deepseek', 'openai']);
+    expect(
+      harness.llm.registry
+        .list()
+        .map((r) => r.provider)
+        .sort(),
+    ).toEqual(['anthropic', 'deepseek', 'openai']);
     const clash = await createHarness({
       config: { plugins: [{ module: OPENAI_PLUGIN, config: { providers: { anthropic: { api: 'chat', baseURL: 'https://x.test/v1', allowUnknownModels: true } } } }, { module: ANTHROPIC_PLUGIN }] },
     }).catch((error: unknown) => error as { code: string; message: string; failure: { causeCode?: string } });

@@ -76,18 +76,26 @@ export function adapterOf<T extends LlmAdapter>(harness: Harness, provider: stri
 }
 
 export function textOf(result: AssembledMessage): string {
-  return result.content.filter((b) => b.type === 'text' && !b.refusal).map((b) => (b as { text: string }).text).join('');
+  return result.content
+    .filter((b) => b.type === 'text' && !b.refusal)
+    .map((b) => (b as { text: string }).text)
+    .join('');
 }
 
 export function reasoningOf(result: AssembledMessage): string {
-  return result.content.filter((b) => b.type === 'reasoning').map((b) => (b as { text: string }).text).join('');
+  return result.content
+    .filter((b) => b.type === 'reasoning')
+    .map((b) => (b as { text: string }).text)
+    .join('');
 }
 
 export function toolCallsOf(result: AssembledMessage): { id: string; name: string; arguments: string }[] {
-  return result.content.filter((b) => b.type === 'tool-call').map((b) => {
-    const call = b as { id: string; name: string; arguments: string };
-    return { id: call.id, name: call.name, arguments: call.arguments };
-  });
+  return result.content
+    .filter((b) => b.type === 'tool-call')
+    .map((b) => {
+      const call = b as { id: string; name: string; arguments: string };
+      return { id: call.id, name: call.name, arguments: call.arguments };
+    });
 }
 
 /** The finish chunk of a run (exactly one, last). */

@@ -4,14 +4,7 @@
  * `openai` SDK, asserted against SOURCES.md; faults; DeepSeek reasoning round trip; request bodies.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createAssistantMessage,
-  createHarness,
-  createToolResultMessage,
-  createUserMessage,
-  type AssembledMessage,
-  type Message,
-} from '../../runtime/index.ts';
+import { createAssistantMessage, createHarness, createToolResultMessage, createUserMessage, type AssembledMessage, type Message } from '../../runtime/index.ts';
 import type { OpenAIChatAdapter } from '../../plugins/llm-openai/chat.ts';
 import { providerErrorBody, readFixture, splitSseFrames } from '../support/fixture-server.ts';
 import { adapterOf, checkBlockProtocol, finishOf, OPENAI_PLUGIN, reasoningOf, run, startRig, TEST_KEY_ENV, textOf, toolCallsOf, type Rig } from './helpers.ts';
@@ -263,7 +256,7 @@ describe('chat parse quirks beyond the recordings', () => {
     expect(failureOf(empty.result).code).toBe('EMPTY_RESPONSE');
     expect(empty.result.usage).toEqual({ inputTokens: 14, outputTokens: 30, reasoningTokens: 0 });
 
-    rig.server.enqueue({ body: frame([delta({ content: 'Some' })]) + frame([delta({}, 'content_filter')]) + 'data: [DONE]\n\n' });
+    rig.server.enqueue({ body: `${frame([delta({ content: 'Some' })]) + frame([delta({}, 'content_filter')])}data: [DONE]\n\n` });
     const filtered = await run(rig.harness, { provider: 'compat', model: 'm' });
     expect(failureOf(filtered.result)).toMatchObject({ code: 'CONTENT_FILTER', providerCode: 'content_filter' });
     expect(filtered.result.content).toEqual([{ type: 'text', text: 'Some' }]);
@@ -419,7 +412,10 @@ describe('chat faults', () => {
     delete process.env[variable];
     const harness = await createHarness({ config: { plugins: [{ module: OPENAI_PLUGIN, config: { providers: { openai: { apiKeyEnv: variable }, deepseek: { apiKeyEnv: variable } } } }] } });
     try {
-      const refused = await harness.llm.prepareCall({ provider: 'deepseek', model: 'deepseek-chat' }).then(() => undefined, (error: unknown) => error as { code: string; message: string });
+      const refused = await harness.llm.prepareCall({ provider: 'deepseek', model: 'deepseek-chat' }).then(
+        () => undefined,
+        (error: unknown) => error as { code: string; message: string },
+      );
       expect(refused?.code).toBe('AUTH');
       expect(refused?.message).toContain(variable);
       expect(refused?.message.split('\n')).toHaveLength(1);
@@ -467,7 +463,12 @@ describe('DeepSeek reasoning round trip', () => {
     const { assistant } = await firstTurn();
     const adapter = adapterOf<OpenAIChatAdapter>(rig.harness, 'deepseek');
     const source = assistant.source as { replayState: unknown };
-    const foreignKind = createAssistantMessage({ content: assistant.content, provider: 'deepseek', model: 'deepseek-reasoner', replayState: { response: { kind: 'anthropic', version: 1 }, blocks: [{ signature: 'sig' }, null] } });
+    const foreignKind = createAssistantMessage({
+      content: assistant.content,
+      provider: 'deepseek',
+      model: 'deepseek-reasoner',
+      replayState: { response: { kind: 'anthropic', version: 1 }, blocks: [{ signature: 'sig' }, null] },
+    });
     const otherProvider = createAssistantMessage({ content: assistant.content, provider: 'compat', model: 'm', replayState: source.replayState as never });
     for (const message of [foreignKind, otherProvider]) {
       const before = adapter.degradeCount;
@@ -515,7 +516,13 @@ describe('chat request serialisation', () => {
         { type: 'image', mediaType: 'image/jpeg', url: 'https://example.com/cat.jpg' },
       ]),
       assistant,
-      createToolResultMessage({ callId: 'call_1', content: [{ type: 'text', text: 'sunny' }, { type: 'image', mediaType: 'image/png', data: png }] }),
+      createToolResultMessage({
+        callId: 'call_1',
+        content: [
+          { type: 'text', text: 'sunny' },
+          { type: 'image', mediaType: 'image/png', data: png },
+        ],
+      }),
     ];
   }
 
@@ -541,7 +548,13 @@ describe('chat request serialisation', () => {
       },
       { role: 'assistant', content: 'Checking.', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
       { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
-      { role: 'user', content: [{ type: 'text', text: 'Images returned by tool call call_1:' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Images returned by tool call call_1:' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } },
+        ],
+      },
     ]);
   });
 

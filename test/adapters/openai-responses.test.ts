@@ -50,7 +50,9 @@ function encryptedOf(fixture: string, outputIndex: number, event: 'response.outp
           .split('\n')
           .filter((line) => line.startsWith('data: {'))
           .map((line) => line.slice(6))
-      : readFixture(fixture).split('\n').filter((line) => line.trim() !== '');
+      : readFixture(fixture)
+          .split('\n')
+          .filter((line) => line.trim() !== '');
   const events = lines.map((line) => JSON.parse(line) as { type: string; output_index?: number; item?: { encrypted_content?: string } });
   let step = -1;
   for (const e of events) {
@@ -171,7 +173,11 @@ describe('responses terminal events beyond the recordings', () => {
         frame({ type: 'response.output_item.added', output_index: 0, item: { type: 'message', id: 'msg_1', role: 'assistant', content: [] } }) +
         frame({ type: 'response.content_part.added', output_index: 0, content_index: 0, part: { type: 'output_text', text: '' } }) +
         frame({ type: 'response.output_text.delta', output_index: 0, content_index: 0, delta: 'Partial' }) +
-        frame({ type: 'response.output_item.done', output_index: 0, item: { type: 'message', id: 'msg_1', role: 'assistant', status: 'incomplete', content: [{ type: 'output_text', text: 'Partial' }] } }) +
+        frame({
+          type: 'response.output_item.done',
+          output_index: 0,
+          item: { type: 'message', id: 'msg_1', role: 'assistant', status: 'incomplete', content: [{ type: 'output_text', text: 'Partial' }] },
+        }) +
         frame({ type: 'response.output_item.added', output_index: 1, item: { type: 'function_call', id: 'fc_1', call_id: 'call_a', name: 'f', arguments: '' } }) +
         frame({ type: 'response.function_call_arguments.delta', output_index: 1, delta: '{"a":' }) +
         frame({ type: 'response.incomplete', response: response('incomplete', { incomplete_details: { reason: 'max_output_tokens' }, usage: { input_tokens: 10, output_tokens: 5 } }) }),
@@ -187,7 +193,10 @@ describe('responses terminal events beyond the recordings', () => {
   });
 
   it('response.failed → error with the provider code; completed with nothing → EMPTY_RESPONSE; no terminal → TRANSPORT', async () => {
-    rig.server.enqueue({ body: frame({ type: 'response.created', response: response('in_progress') }) + frame({ type: 'response.failed', response: response('failed', { error: { code: 'server_error', message: 'boom' } }) }) });
+    rig.server.enqueue({
+      body:
+        frame({ type: 'response.created', response: response('in_progress') }) + frame({ type: 'response.failed', response: response('failed', { error: { code: 'server_error', message: 'boom' } }) }),
+    });
     expect(failureOf((await run(rig.harness, { provider: 'openai', model: 'gpt-5' })).result)).toMatchObject({ code: 'SERVER', providerCode: 'server_error' });
     rig.server.enqueue({ body: frame({ type: 'response.created', response: response('in_progress') }) + frame({ type: 'response.completed', response: response('completed') }) });
     expect(failureOf((await run(rig.harness, { provider: 'openai', model: 'gpt-5' })).result).code).toBe('EMPTY_RESPONSE');
@@ -236,7 +245,11 @@ describe('responses faults', () => {
 });
 
 describe('encrypted reasoning round trip', () => {
-  const calculator = { name: 'calculator', description: 'A minimal calculator.', inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' }, op: { type: 'string' } }, required: ['a', 'b', 'op'] } };
+  const calculator = {
+    name: 'calculator',
+    description: 'A minimal calculator.',
+    inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' }, op: { type: 'string' } }, required: ['a', 'b', 'op'] },
+  };
 
   async function stepOne(): Promise<{ assistant: Message; encrypted: string; summary: string }> {
     rig.server.enqueue({ fixture: MULTISTEP, part: 0 });
@@ -298,7 +311,12 @@ describe('encrypted reasoning round trip', () => {
     const { assistant } = await stepOne();
     const adapter = adapterOf<OpenAIResponsesAdapter>(rig.harness, 'openai');
     const state = (assistant.source as { replayState: unknown }).replayState;
-    const fromChat = createAssistantMessage({ content: assistant.content, provider: 'openai', model: 'gpt-5', replayState: { response: { kind: 'openai-chat', version: 1 }, blocks: [{ field: 'reasoning' }, null] } });
+    const fromChat = createAssistantMessage({
+      content: assistant.content,
+      provider: 'openai',
+      model: 'gpt-5',
+      replayState: { response: { kind: 'openai-chat', version: 1 }, blocks: [{ field: 'reasoning' }, null] },
+    });
     const fromGateway = createAssistantMessage({ content: assistant.content, provider: 'gateway', model: 'gpt-5', replayState: state as never });
     for (const message of [fromChat, fromGateway]) {
       const before = adapter.degradeCount;
@@ -322,12 +340,19 @@ describe('encrypted reasoning round trip', () => {
 
   it('a chat route never receives Responses replay state', async () => {
     const { assistant } = await stepOne();
-    const history = [createUserMessage('Compute'), createAssistantMessage({ content: assistant.content, provider: 'chatty', model: 'm', replayState: (assistant.source as unknown as { replayState: never }).replayState })];
+    const history = [
+      createUserMessage('Compute'),
+      createAssistantMessage({ content: assistant.content, provider: 'chatty', model: 'm', replayState: (assistant.source as unknown as { replayState: never }).replayState }),
+    ];
     rig.server.enqueue('openai-compatible/hf-router-novita-usage-chunk-empty-choices.sse');
     await run(rig.harness, { provider: 'chatty', model: 'm' }, { messages: [...history, createToolResultMessage({ callId: 'call_AB6AaRZ1FYZB2RwS6A5vbdqn', content: '19' })] });
     const request = rig.server.requests.at(-1)!;
     expect(request.path).toBe('/v1/chat/completions');
-    expect(request.body.messages[1]).toEqual({ role: 'assistant', content: '', tool_calls: [{ id: 'call_AB6AaRZ1FYZB2RwS6A5vbdqn', type: 'function', function: { name: 'calculator', arguments: '{"a":12,"b":7,"op":"add"}' } }] });
+    expect(request.body.messages[1]).toEqual({
+      role: 'assistant',
+      content: '',
+      tool_calls: [{ id: 'call_AB6AaRZ1FYZB2RwS6A5vbdqn', type: 'function', function: { name: 'calculator', arguments: '{"a":12,"b":7,"op":"add"}' } }],
+    });
   });
 });
 
@@ -342,8 +367,22 @@ describe('responses request serialisation', () => {
         { type: 'text', text: 'Look at this' },
         { type: 'image', mediaType: 'image/png', data: png },
       ]),
-      createAssistantMessage({ provider: 'someone-else', model: 'x', content: [{ type: 'reasoning', text: 'private thoughts' }, { type: 'text', text: 'Looking it up.' }, { type: 'tool-call', id: 'c9', name: 'lookup', arguments: '{"q":"cat"}' }] }),
-      createToolResultMessage({ callId: 'c9', content: [{ type: 'text', text: 'a cat' }, { type: 'image', mediaType: 'image/png', url: 'https://example.com/cat.png' }] }),
+      createAssistantMessage({
+        provider: 'someone-else',
+        model: 'x',
+        content: [
+          { type: 'reasoning', text: 'private thoughts' },
+          { type: 'text', text: 'Looking it up.' },
+          { type: 'tool-call', id: 'c9', name: 'lookup', arguments: '{"q":"cat"}' },
+        ],
+      }),
+      createToolResultMessage({
+        callId: 'c9',
+        content: [
+          { type: 'text', text: 'a cat' },
+          { type: 'image', mediaType: 'image/png', url: 'https://example.com/cat.png' },
+        ],
+      }),
     ];
     await run(rig.harness, { provider: 'openai', model: 'gpt-5', reasoningEffort: 'low', maxTokens: 777, temperature: 1 }, { system: 'You are terse.', tools: [tool], messages: history });
     const body = rig.server.requests.at(-1)!.body;
@@ -359,10 +398,23 @@ describe('responses request serialisation', () => {
     });
     expect(body.tools).toEqual([{ type: 'function', name: 'lookup', description: 'Look a thing up.', parameters: tool.inputSchema, strict: false }]);
     expect(body.input).toEqual([
-      { role: 'user', content: [{ type: 'input_text', text: 'Look at this' }, { type: 'input_image', image_url: `data:image/png;base64,${png}`, detail: 'auto' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'Look at this' },
+          { type: 'input_image', image_url: `data:image/png;base64,${png}`, detail: 'auto' },
+        ],
+      },
       { role: 'assistant', content: 'Looking it up.' },
       { type: 'function_call', call_id: 'c9', name: 'lookup', arguments: '{"q":"cat"}' },
-      { type: 'function_call_output', call_id: 'c9', output: [{ type: 'input_text', text: 'a cat' }, { type: 'input_image', image_url: 'https://example.com/cat.png', detail: 'auto' }] },
+      {
+        type: 'function_call_output',
+        call_id: 'c9',
+        output: [
+          { type: 'input_text', text: 'a cat' },
+          { type: 'input_image', image_url: 'https://example.com/cat.png', detail: 'auto' },
+        ],
+      },
     ]);
     expect(rig.server.requests.at(-1)!.rawBody).not.toContain('private thoughts');
   });

@@ -10,7 +10,7 @@ import { createTestHarness, runTurn } from '../../testing/index.ts';
 /** Node's internal set of signals that depend on `signal` (made by `AbortSignal.any`), if any. */
 function dependants(signal: AbortSignal): number {
   const symbol = Object.getOwnPropertySymbols(signal).find((s) => s.description === 'kDependantSignals');
-  const set = symbol === undefined ? undefined : ((signal as unknown as Record<symbol, Set<unknown> | undefined>)[symbol]);
+  const set = symbol === undefined ? undefined : (signal as unknown as Record<symbol, Set<unknown> | undefined>)[symbol];
   return set?.size ?? 0;
 }
 

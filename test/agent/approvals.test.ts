@@ -5,7 +5,16 @@ import type { ApproveFn, Harness } from '../../runtime/index.ts';
 /** Step 1 asks for a read and a write in one message; step 2 answers. */
 const mixedStep = {
   replies: [
-    { when: { step: 1 }, reply: { text: 'Working.', toolCalls: [{ name: 'peek', arguments: { key: 'a' } }, { name: 'poke', arguments: { key: 'b', value: '1' } }] } },
+    {
+      when: { step: 1 },
+      reply: {
+        text: 'Working.',
+        toolCalls: [
+          { name: 'peek', arguments: { key: 'a' } },
+          { name: 'poke', arguments: { key: 'b', value: '1' } },
+        ],
+      },
+    },
     { when: { step: 2 }, reply: { text: 'Done.' } },
   ],
 };
@@ -31,16 +40,28 @@ describe('approvals', () => {
   it('allow-all runs both calls and journals both decisions', async () => {
     const { ran, decisions, results, end } = await runWith((r) => harness!.ctx.approvals!.create('allow-all')(r));
     expect(ran).toEqual(['peek:a', 'poke:b=1']);
-    expect(decisions).toEqual([['peek', 'allow', 'policy:allow-all'], ['poke', 'allow', 'policy:allow-all']]);
-    expect(results).toEqual([{ isError: false, code: undefined }, { isError: false, code: undefined }]);
+    expect(decisions).toEqual([
+      ['peek', 'allow', 'policy:allow-all'],
+      ['poke', 'allow', 'policy:allow-all'],
+    ]);
+    expect(results).toEqual([
+      { isError: false, code: undefined },
+      { isError: false, code: undefined },
+    ]);
     expect(end.data.reason).toBe('completed');
   });
 
   it('read-only allows the read tool and, with no one to ask, denies the write tool', async () => {
     const { ran, decisions, results } = await runWith((r) => harness!.ctx.approvals!.create('read-only')(r));
     expect(ran).toEqual(['peek:a']);
-    expect(decisions).toEqual([['peek', 'allow', 'policy:read-only'], ['poke', 'deny', 'policy:read-only']]);
-    expect(results).toEqual([{ isError: false, code: undefined }, { isError: true, code: 'DENIED' }]);
+    expect(decisions).toEqual([
+      ['peek', 'allow', 'policy:read-only'],
+      ['poke', 'deny', 'policy:read-only'],
+    ]);
+    expect(results).toEqual([
+      { isError: false, code: undefined },
+      { isError: true, code: 'DENIED' },
+    ]);
   });
 
   it('read-only asks for the write tool when it can ask', async () => {
@@ -48,26 +69,39 @@ describe('approvals', () => {
     const { ran, decisions } = await runWith((r) => harness!.ctx.approvals!.create('read-only', { ask: (q) => (asked.push(q.name), true) })(r));
     expect(asked).toEqual(['poke']);
     expect(ran).toEqual(['peek:a', 'poke:b=1']);
-    expect(decisions).toEqual([['peek', 'allow', 'policy:read-only'], ['poke', 'allow', 'user']]);
+    expect(decisions).toEqual([
+      ['peek', 'allow', 'policy:read-only'],
+      ['poke', 'allow', 'user'],
+    ]);
   });
 
   it('always-ask asks for every call, exactly once each, before it runs', async () => {
     const log: string[] = [];
-    const { decisions } = await runWith((r) => harness!.ctx.approvals!.create('always-ask', {
-      ask: (q) => {
-        log.push(`ask:${q.name}`);
-        return q.name === 'peek';
-      },
-    })(r), log);
+    const { decisions } = await runWith(
+      (r) =>
+        harness!.ctx.approvals!.create('always-ask', {
+          ask: (q) => {
+            log.push(`ask:${q.name}`);
+            return q.name === 'peek';
+          },
+        })(r),
+      log,
+    );
     expect(log).toEqual(['ask:peek', 'peek:a', 'ask:poke']);
-    expect(decisions).toEqual([['peek', 'allow', 'user'], ['poke', 'deny', 'user']]);
+    expect(decisions).toEqual([
+      ['peek', 'allow', 'user'],
+      ['poke', 'deny', 'user'],
+    ]);
   });
 
   it('deny-all runs nothing; every call still gets one error result', async () => {
     const { ran, decisions, results, end } = await runWith((r) => harness!.ctx.approvals!.create('deny-all')(r));
     expect(ran).toEqual([]);
     expect(decisions.map((d) => d[1])).toEqual(['deny', 'deny']);
-    expect(results).toEqual([{ isError: true, code: 'DENIED' }, { isError: true, code: 'DENIED' }]);
+    expect(results).toEqual([
+      { isError: true, code: 'DENIED' },
+      { isError: true, code: 'DENIED' },
+    ]);
     expect(end.data.reason).toBe('completed');
   });
 
@@ -76,13 +110,19 @@ describe('approvals', () => {
       throw new Error('approver crashed');
     });
     expect(ran).toEqual([]);
-    expect(decisions).toEqual([['peek', 'deny', 'approver-threw'], ['poke', 'deny', 'approver-threw']]);
+    expect(decisions).toEqual([
+      ['peek', 'deny', 'approver-threw'],
+      ['poke', 'deny', 'approver-threw'],
+    ]);
   });
 
   it('no approver denies every call', async () => {
     const { ran, decisions } = await runWith(undefined);
     expect(ran).toEqual([]);
-    expect(decisions).toEqual([['peek', 'deny', 'no-approver'], ['poke', 'deny', 'no-approver']]);
+    expect(decisions).toEqual([
+      ['peek', 'deny', 'no-approver'],
+      ['poke', 'deny', 'no-approver'],
+    ]);
   });
 
   it('every decision is in the journal on disk', async () => {

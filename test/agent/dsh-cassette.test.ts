@@ -79,7 +79,9 @@ describe('dsh sessions re-run through llm-replay with our workspace tools', () =
       for (const tool of aliasTools(harness)) harness.ctx.tools.register(tool);
       const session = await harness.createSession({ cwd: workspace });
       // The recorded turn's input: the prompt and the context message their runtime injected.
-      const input = ofType(recorded, 'user/message').filter((e) => e.data.turn === 1 || e.data.turn === undefined).map((e) => e.data.message as UserMessage);
+      const input = ofType(recorded, 'user/message')
+        .filter((e) => e.data.turn === 1 || e.data.turn === undefined)
+        .map((e) => e.data.message as UserMessage);
       const events = await collect(session.run(input, { approve: () => 'allow' }));
 
       expect(ofType(events, 'turn/end').map((e) => e.data.reason)).toEqual(['completed']);

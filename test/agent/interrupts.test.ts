@@ -129,7 +129,15 @@ describe('close-out inside the loop', () => {
   it('a hanging tool times out, a throwing tool is an error, a 10 MB output keeps its head — all paired', async () => {
     const tools = [
       defineTool({ name: 'hang', description: 'Never returns.', input: z.object({}), permission: 'read', timeoutMs: 100, execute: () => new Promise<string>(() => undefined) }),
-      defineTool({ name: 'boom', description: 'Throws.', input: z.object({}), permission: 'read', execute: () => { throw new Error('kaboom'); } }),
+      defineTool({
+        name: 'boom',
+        description: 'Throws.',
+        input: z.object({}),
+        permission: 'read',
+        execute: () => {
+          throw new Error('kaboom');
+        },
+      }),
       defineTool({
         name: 'flood',
         description: 'Prints 10 MB.',
@@ -139,7 +147,15 @@ describe('close-out inside the loop', () => {
         execute: () => ({ content: 'y'.repeat(10_000_000), exitCode: 3, isError: true }),
       }),
     ];
-    harness = await scriptedHarness({ replies: [{ when: { step: 1 }, reply: { toolCalls: [{ name: 'hang' }, { name: 'boom' }, { name: 'flood' }, { name: 'nope' }, { name: 'boom', arguments: '{not json' }] } }, { reply: { text: 'ok' } }] }, { tools });
+    harness = await scriptedHarness(
+      {
+        replies: [
+          { when: { step: 1 }, reply: { toolCalls: [{ name: 'hang' }, { name: 'boom' }, { name: 'flood' }, { name: 'nope' }, { name: 'boom', arguments: '{not json' }] } },
+          { reply: { text: 'ok' } },
+        ],
+      },
+      { tools },
+    );
     const session = await harness.createSession();
     const events = await collect(session.run('go', { approve: allow }));
     const results = ofType(events, 'tool/result').map((e) => e.data);
@@ -160,7 +176,10 @@ describe('close-out inside the loop', () => {
 describe('journal discipline', () => {
   it('every event is on disk, seq contiguous, and the fold of the file equals the live state', async () => {
     const ran: string[] = [];
-    harness = await scriptedHarness({ replies: [{ when: { step: 1 }, reply: { toolCalls: [{ name: 'peek', arguments: { key: 'a' } }] } }, { reply: { text: 'done' } }] }, { tools: recordingTools(ran) });
+    harness = await scriptedHarness(
+      { replies: [{ when: { step: 1 }, reply: { toolCalls: [{ name: 'peek', arguments: { key: 'a' } }] } }, { reply: { text: 'done' } }] },
+      { tools: recordingTools(ran) },
+    );
     const session = await harness.createSession();
     const live = await collect(session.run('go', { approve: allow }));
     await session.close();

@@ -14,7 +14,10 @@ export function tempDir(prefix = 'harness-agent-'): string {
 }
 
 /** A harness with the scripted model serving `script` as model `test`, approvals, and extra plugins. */
-export async function scriptedHarness(script: JsonScriptLike, options: { paceMs?: number; plugins?: { module: string; config?: unknown }[]; tools?: ToolDefinition[] } = {}): Promise<Harness & { dir: string }> {
+export async function scriptedHarness(
+  script: JsonScriptLike,
+  options: { paceMs?: number; plugins?: { module: string; config?: unknown }[]; tools?: ToolDefinition[] } = {},
+): Promise<Harness & { dir: string }> {
   const dir = tempDir();
   const scriptPath = join(dir, 'script.json');
   writeFileSync(scriptPath, JSON.stringify(script));
@@ -22,11 +25,7 @@ export async function scriptedHarness(script: JsonScriptLike, options: { paceMs?
     dataDir: join(dir, 'data'),
     config: {
       defaults: { provider: 'scripted', model: 'test' },
-      plugins: [
-        { module: plugin('llm-scripted'), config: { paceMs: options.paceMs ?? 0, scripts: { test: scriptPath } } },
-        { module: plugin('approvals') },
-        ...(options.plugins ?? []),
-      ],
+      plugins: [{ module: plugin('llm-scripted'), config: { paceMs: options.paceMs ?? 0, scripts: { test: scriptPath } } }, { module: plugin('approvals') }, ...(options.plugins ?? [])],
     },
   });
   for (const tool of options.tools ?? []) harness.ctx.tools.register(tool);
@@ -42,14 +41,31 @@ export async function collect(events: AsyncIterable<AnySessionEvent>, onEvent?: 
   return out;
 }
 
-export const ofType = <T extends AnySessionEvent['type']>(events: readonly AnySessionEvent[], type: T) =>
-  events.filter((event): event is Extract<AnySessionEvent, { type: T }> => event.type === type);
+export const ofType = <T extends AnySessionEvent['type']>(events: readonly AnySessionEvent[], type: T) => events.filter((event): event is Extract<AnySessionEvent, { type: T }> => event.type === type);
 
 /** Tools for tests: `peek` (read) and `poke` (write) record that they ran. */
 export function recordingTools(ran: string[]): ToolDefinition[] {
   return [
-    defineTool({ name: 'peek', description: 'Reads a value.', input: z.object({ key: z.string() }), permission: 'read', execute: ({ key }) => { ran.push(`peek:${key}`); return `value of ${key}`; } }),
-    defineTool({ name: 'poke', description: 'Writes a value.', input: z.object({ key: z.string(), value: z.string() }), permission: 'write', execute: ({ key, value }) => { ran.push(`poke:${key}=${value}`); return 'ok'; } }),
+    defineTool({
+      name: 'peek',
+      description: 'Reads a value.',
+      input: z.object({ key: z.string() }),
+      permission: 'read',
+      execute: ({ key }) => {
+        ran.push(`peek:${key}`);
+        return `value of ${key}`;
+      },
+    }),
+    defineTool({
+      name: 'poke',
+      description: 'Writes a value.',
+      input: z.object({ key: z.string(), value: z.string() }),
+      permission: 'write',
+      execute: ({ key, value }) => {
+        ran.push(`poke:${key}=${value}`);
+        return 'ok';
+      },
+    }),
   ];
 }
 

@@ -71,7 +71,10 @@ describe.skipIf(!hasTmux && !process.env.CI)('the approval prompt in a real term
     expect(screen).toContain('write_file arguments (');
     expect(screen).toContain(JSON.stringify(note));
     t.type('n');
-    screen = await t.waitFor((s) => s.includes('? allow write_file (write)? [y/N]') && s.includes('→ write_file {"path":"a.md","content":"hi"}') && count(s, '? allow write_file') === 2, 'the third question');
+    screen = await t.waitFor(
+      (s) => s.includes('? allow write_file (write)? [y/N]') && s.includes('→ write_file {"path":"a.md","content":"hi"}') && count(s, '? allow write_file') === 2,
+      'the third question',
+    );
     expect(screen).toContain('✗ denied (user: the user said no)');
 
     // 3. Enter alone is the default: no.

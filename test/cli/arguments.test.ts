@@ -67,7 +67,11 @@ describe('the workspace (--cwd)', { timeout: 120_000 }, () => {
     expect(filesOf(join(home, 'sessions')).filter((name) => name.endsWith('.lock'))).toEqual([]);
     const elsewhere = await harness(['run', 'Again.', '--resume', path, '--config', config, '--cwd', demo], opts());
     expect(elsewhere.code).toBe(0);
-    expect(readEvents(path).filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['completed', 'completed']);
+    expect(
+      readEvents(path)
+        .filter((e) => e.type === 'turn/end')
+        .map((e) => e.data.reason),
+    ).toEqual(['completed', 'completed']);
   });
 });
 
@@ -191,7 +195,9 @@ describe('a data directory that cannot be made', { timeout: 120_000 }, () => {
   it.runIf(process.platform === 'linux')('is DATA_DIR_INVALID with the system reason and a hint, promptly', async () => {
     const result = await harness(['run', 'Hello', '--config', config, '--cwd', demo, '--data-dir', '/proc/harness-no-such-dir'], opts());
     expect(result.code).toBe(1);
-    expect(lines(result.stderr)[0]).toBe("error DATA_DIR_INVALID: Cannot create the journal directory /proc/harness-no-such-dir/sessions (ENOENT: no such file or directory, mkdir '/proc/harness-no-such-dir'); point the data directory at a writable folder.");
+    expect(lines(result.stderr)[0]).toBe(
+      "error DATA_DIR_INVALID: Cannot create the journal directory /proc/harness-no-such-dir/sessions (ENOENT: no such file or directory, mkdir '/proc/harness-no-such-dir'); point the data directory at a writable folder.",
+    );
     expect(lines(result.stderr)[1]).toMatch(/^hint: point --data-dir/);
   });
 });
@@ -221,7 +227,7 @@ describe('a failed turn after its journal exists', { timeout: 120_000 }, () => {
 });
 
 describe('flags', { timeout: 120_000 }, () => {
-  it('the parser\'s own errors are INVALID_ARGUMENTS with a --help hint; --at takes decimal digits only', async () => {
+  it("the parser's own errors are INVALID_ARGUMENTS with a --help hint; --at takes decimal digits only", async () => {
     const results = await Promise.all([
       harness(['frobnicate'], opts()),
       harness(['replay'], opts()),
@@ -256,7 +262,7 @@ describe('flags', { timeout: 120_000 }, () => {
     }
   });
 
-  it('--help names $HARNESS_CONFIG, the config\'s dataDir and $HARNESS_HOME; fork --help names --close-turn', async () => {
+  it("--help names $HARNESS_CONFIG, the config's dataDir and $HARNESS_HOME; fork --help names --close-turn", async () => {
     const [help, fork] = await Promise.all([harness(['--help'], opts()), harness(['fork', '--help'], opts())]);
     expect(help.stdout).toContain('$HARNESS_CONFIG');
     expect(help.stdout).toContain("the config's dataDir");

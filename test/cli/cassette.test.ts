@@ -52,10 +52,7 @@ describe('replay --cassette on ordinary sessions', { timeout: 180_000 }, () => {
       plugins: [{ name: 'llm-scripted', config: { paceMs: 40, fragmentChars: 3 } }, { name: 'tools-workspace' }, { name: 'approvals' }],
       scripts: {
         'long-command': {
-          replies: [
-            { when: { turn: 1, step: 1 }, reply: { text: 'Running it.', toolCalls: [{ name: 'exec_command', arguments: { command: 'sleep 4' } }] } },
-            { reply: { text: 'Resumed fine.' } },
-          ],
+          replies: [{ when: { turn: 1, step: 1 }, reply: { text: 'Running it.', toolCalls: [{ name: 'exec_command', arguments: { command: 'sleep 4' } }] } }, { reply: { text: 'Resumed fine.' } }],
         },
         'long-reply': {
           replies: [
@@ -78,14 +75,13 @@ describe('replay --cassette on ordinary sessions', { timeout: 180_000 }, () => {
       const resumed = await harness(['run', 'Again.', '--resume', path, '--config', config, '--approve', 'allow-all'], { home });
       expect(resumed.code).toBe(0);
       expect(resumed.stderr).toContain('synthetic event(s) closed an interrupted turn');
-      const turnEnds = readEvents(path).filter((e) => e.type === 'turn/end').map((e) => e.data.reason);
+      const turnEnds = readEvents(path)
+        .filter((e) => e.type === 'turn/end')
+        .map((e) => e.data.reason);
       expect(turnEnds).toEqual(['interrupted', 'completed']);
       return harness(['replay', path, '--cassette', '--config', config, '--approve', 'allow-all'], { home });
     };
-    const [duringTool, midReply] = await Promise.all([
-      variant('long-command', (o) => o.includes('→ exec_command')),
-      variant('long-reply', (o) => o.includes('streams slowly')),
-    ]);
+    const [duringTool, midReply] = await Promise.all([variant('long-command', (o) => o.includes('→ exec_command')), variant('long-reply', (o) => o.includes('streams slowly'))]);
     for (const cassette of [duringTool, midReply]) {
       expect(cassette.stdout).toContain('✓ turn 1 aborted (recorded: interrupted — stopped where the recording was cut)');
       expect(cassette.stdout).toContain('✓ turn 2 completed');

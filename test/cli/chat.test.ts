@@ -93,10 +93,13 @@ describe.skipIf(!hasTmux && !process.env.CI)('harness chat in a real terminal', 
     terminal.close();
   });
 
-  it('always-ask prompts y/n in the terminal, and the answers are journaled as the user\'s', async () => {
+  it("always-ask prompts y/n in the terminal, and the answers are journaled as the user's", async () => {
     const { config, workspace } = writeProject();
     const home = join(project.dir, 'home-ask');
-    terminal = new Terminal(`'${process.execPath}' '${bin}' chat --approve always-ask --config '${config}' --cwd '${workspace}'; echo "EXITED:$?"; sleep 120`, cleanEnv({ HARNESS_HOME: home, TERM: 'xterm-256color' }));
+    terminal = new Terminal(
+      `'${process.execPath}' '${bin}' chat --approve always-ask --config '${config}' --cwd '${workspace}'; echo "EXITED:$?"; sleep 120`,
+      cleanEnv({ HARNESS_HOME: home, TERM: 'xterm-256color' }),
+    );
     const t = terminal;
     await t.waitFor((s) => s.includes('approvals always-ask') && s.includes('› '), 'the banner');
     t.type('What is in this workspace?');
@@ -126,7 +129,7 @@ describe.skipIf(!hasTmux && !process.env.CI)('harness chat in a real terminal', 
 });
 
 describe.skipIf(!hasTmux && !process.env.CI)('finding a session from chat', { timeout: 300_000 }, () => {
-  it('-r with no id picks from a list; -c takes the workspace\'s latest; -r takes an id prefix; a resumed chat shows its last turns', async () => {
+  it("-r with no id picks from a list; -c takes the workspace's latest; -r takes an id prefix; a resumed chat shows its last turns", async () => {
     expect(hasTmux, 'tmux is needed for this test (apt-get install tmux)').toBe(true);
     const { config } = writeProject();
     const home = join(project.dir, 'home-find');

@@ -111,7 +111,10 @@ describe('harness dev', { timeout: 240_000 }, () => {
 
   it('a reload notice that comes while a reply streams is printed on a line of its own, and the reply goes on', async () => {
     const { config, home, adapter } = writeProject(join(project.dir, 'paced'), { paceMs: 30, fragmentChars: 3 });
-    const dev = spawn(process.execPath, [bin, 'dev', '--config', config, '--cwd', join(projectRoot, 'cookbook/demo-workspace')], { env: cleanEnv({ HARNESS_HOME: home }), cwd: join(project.dir, 'paced') });
+    const dev = spawn(process.execPath, [bin, 'dev', '--config', config, '--cwd', join(projectRoot, 'cookbook/demo-workspace')], {
+      env: cleanEnv({ HARNESS_HOME: home }),
+      cwd: join(project.dir, 'paced'),
+    });
     child = dev;
     let out = '';
     dev.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -138,7 +141,10 @@ describe('harness dev', { timeout: 240_000 }, () => {
     expect(out.indexOf(notice)).toBeGreaterThan(out.indexOf('Here is what I found.'));
     expect(out.indexOf(notice)).toBeLessThan(out.indexOf('tokens  '));
     const path = join(home, 'sessions', readdirSync(join(home, 'sessions')).find((name) => name.endsWith('.jsonl'))!);
-    const final = readEvents(path).filter((e) => e.type === 'assistant/message').at(-1)!.data.message.content.find((b: { type: string }) => b.type === 'text').text as string;
+    const final = readEvents(path)
+      .filter((e) => e.type === 'assistant/message')
+      .at(-1)!
+      .data.message.content.find((b: { type: string }) => b.type === 'text').text as string;
     const flat = (text: string) => text.replace(/\n/g, '');
     expect(flat(out.replace(notice, ''))).toContain(flat(final));
   });

@@ -17,12 +17,7 @@ const demo = join(projectRoot, 'cookbook/demo-workspace');
 /** USD per million tokens: input 1, output 2. */
 const config = writeProject(join(project.dir, 'project'), {
   defaults: { provider: 'scripted', model: 'scripted-default' },
-  plugins: [
-    { name: 'llm-scripted' },
-    { name: 'token-meter', config: { prices: { scripted: { '*': { inputTokens: 1, outputTokens: 2 } } } } },
-    { name: 'tools-workspace' },
-    { name: 'approvals' },
-  ],
+  plugins: [{ name: 'llm-scripted' }, { name: 'token-meter', config: { prices: { scripted: { '*': { inputTokens: 1, outputTokens: 2 } } } } }, { name: 'tools-workspace' }, { name: 'approvals' }],
 });
 
 type Usage = Record<string, number>;
@@ -80,11 +75,16 @@ describe('a journal copied under another name', { timeout: 120_000 }, () => {
     const rows = list.stdout.split('\n');
     expect(rows.find((row) => row.startsWith('trunc '))).toContain(`[copy: its header says session ${id}]`);
     expect(rows.find((row) => row.startsWith(`${id} `))).not.toContain('copy');
-    const summaries = json.stdout.trim().split('\n').map((line) => JSON.parse(line));
-    expect(summaries.map((s) => [s.id, s.headerId]).sort()).toEqual([
-      [id, undefined],
-      ['trunc', id],
-    ].sort());
+    const summaries = json.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(summaries.map((s) => [s.id, s.headerId]).sort()).toEqual(
+      [
+        [id, undefined],
+        ['trunc', id],
+      ].sort(),
+    );
     expect(replay.code).toBe(0);
     expect(replay.stdout).toContain('turn 1 completed');
 

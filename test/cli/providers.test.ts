@@ -67,10 +67,15 @@ describe('real providers from the CLI', { timeout: 120_000 }, () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
     const plugin = (name: string) => JSON.stringify(join(projectRoot, 'plugins', name, 'index.ts'));
-    writeFileSync(join(dir, 'harness.config.ts'), `export default { defaults: { provider: 'scripted', model: 'scripted-default' }, plugins: [{ module: ${plugin('llm-scripted')} }, { module: ${plugin('token-meter')}, config: { prices: {} } }] };\n`);
+    writeFileSync(
+      join(dir, 'harness.config.ts'),
+      `export default { defaults: { provider: 'scripted', model: 'scripted-default' }, plugins: [{ module: ${plugin('llm-scripted')} }, { module: ${plugin('token-meter')}, config: { prices: {} } }] };\n`,
+    );
     const result = await harness(['run', 'Hello', '--config', join(dir, 'harness.config.ts'), '--cwd', dir], { home: home.dir });
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^tokens {2}this turn: [\d,]+ in · [\d,]+ out · [\d,]+ reasoning · cost unknown \(no price for scripted\/scripted-default; prices live in token-meter's `prices` in the config\)$/m);
+    expect(result.stdout).toMatch(
+      /^tokens {2}this turn: [\d,]+ in · [\d,]+ out · [\d,]+ reasoning · cost unknown \(no price for scripted\/scripted-default; prices live in token-meter's `prices` in the config\)$/m,
+    );
     expect(result.stdout).not.toContain('$');
   });
 
@@ -123,7 +128,7 @@ describe('real providers from the CLI', { timeout: 120_000 }, () => {
     }
   });
 
-  it('a missing key leaves no journal: run and chat check the call (the adapter\'s preflight) before a session exists', async () => {
+  it("a missing key leaves no journal: run and chat check the call (the adapter's preflight) before a session exists", async () => {
     // An adapter of a test project whose preflight refuses a missing key, like the real providers'.
     const dir = join(home.dir, 'keyed');
     mkdirSync(dir, { recursive: true });

@@ -66,7 +66,10 @@ describe('npm start', { timeout: 180_000 }, () => {
     expect(transcript.stdout).toContain('turn 1 completed');
 
     const json = await harness(['replay', journal, '--json'], opts());
-    const lines = json.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const lines = json.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(lines[0]).toMatchObject({ type: 'session', version: 1, id: sessionIdOf(journal) });
     expect(lines.slice(1)).toEqual(readEvents(journal));
 

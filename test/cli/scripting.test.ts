@@ -18,7 +18,11 @@ const config = writeProject(join(project.dir, 'project'), {
 const demo = join(projectRoot, 'cookbook/demo-workspace');
 
 /** Every line of a JSONL text, parsed (a line that is not JSON fails the test). */
-const records = (text: string) => text.trimEnd().split('\n').map((line) => JSON.parse(line));
+const records = (text: string) =>
+  text
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line));
 
 describe('harness run --json', { timeout: 120_000 }, () => {
   it('prints the header and every event of a new session, as journaled, and nothing else', async () => {

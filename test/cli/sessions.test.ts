@@ -78,7 +78,9 @@ describe('sessions, fork, import, replay', { timeout: 180_000 }, () => {
     const inside = events.find((e) => e.type === 'tool/call')!.seq;
     const refused = await harness(['fork', runJournal, '--at', String(inside)], opts());
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/^error FORK_INSIDE_TURN: .*\nhint: add --close-turn to fork there anyway \(the fork closes the open turn with synthetic events\), or fork at a seq outside the turn\.\n$/);
+    expect(refused.stderr).toMatch(
+      /^error FORK_INSIDE_TURN: .*\nhint: add --close-turn to fork there anyway \(the fork closes the open turn with synthetic events\), or fork at a seq outside the turn\.\n$/,
+    );
     const closed = await harness(['fork', runJournal, '--at', String(inside), '--close-turn', '--id', 'closed'], opts());
     expect(closed.code).toBe(0);
     expect(closed.stdout).toMatch(/closed the open turn with \d+ synthetic event\(s\)/);
@@ -97,7 +99,10 @@ describe('sessions, fork, import, replay', { timeout: 180_000 }, () => {
     expect(lines.find((line) => line.startsWith('dsh-fs-read'))).toMatch(/\s1\s/);
     expect(lines.at(-1)).toMatch(/^\d+ sessions in /);
     const json = await harness(['sessions', '--json'], opts());
-    const ids = json.stdout.trim().split('\n').map((line) => JSON.parse(line).id);
+    const ids = json.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line).id);
     expect(ids).toEqual(expect.arrayContaining([sessionIdOf(runJournal), 'forked', 'dsh-fs-read', 'closed']));
     expect(JSON.parse(json.stdout.split('\n')[0]!).cwd).toEqual(expect.any(String));
   });
@@ -116,7 +121,7 @@ describe('sessions, fork, import, replay', { timeout: 180_000 }, () => {
     expect(journalOf(resumed.stdout)).toBe(join(home.dir, 'sessions/twin-b.jsonl'));
   });
 
-  it('-c continues the latest session of the workspace; sessions -w lists only that workspace\'s', async () => {
+  it("-c continues the latest session of the workspace; sessions -w lists only that workspace's", async () => {
     const other = join(workspace.dir, 'other');
     mkdirSync(other, { recursive: true });
     const mine = await harness(['run', 'A session of the other workspace.', '--cwd', other], opts());
@@ -129,7 +134,12 @@ describe('sessions, fork, import, replay', { timeout: 180_000 }, () => {
     expect(journalOf(continued.stdout)).toBe(journalOf(mine.stdout));
     expect(readEvents(journalOf(mine.stdout)).filter((e) => e.type === 'turn/start')).toHaveLength(2);
     const listed = await harness(['sessions', '--workspace', other, '--json'], opts());
-    expect(listed.stdout.trim().split('\n').map((line) => JSON.parse(line).id)).toEqual([sessionIdOf(journalOf(mine.stdout))]);
+    expect(
+      listed.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).id),
+    ).toEqual([sessionIdOf(journalOf(mine.stdout))]);
     const none = await harness(['run', 'Go on.', '--continue', '--cwd', join(workspace.dir)], opts());
     expect(none.code).toBe(1);
     expect(none.stderr).toMatch(/^error NO_SESSION_TO_CONTINUE: No session of the workspace /);

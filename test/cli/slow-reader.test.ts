@@ -56,12 +56,19 @@ const SLOW_READER = '(dd bs=1 count=1 2>/dev/null; sleep 1; cat)';
 /** `HARNESS_HOME=home harness <args> | slow reader > out`: the output as the reader got it, and the harness's exit code. */
 async function throughSlowReader(args: string, harnessHome = home): Promise<{ output: string; code: number }> {
   const out = join(project.dir, `out-${randomUUID()}`);
-  const result = await run('bash', ['-c', `${q(process.execPath)} ${q(bin)} ${args} --config ${q(config)} | ${SLOW_READER} > ${q(out)}; echo "exit=\${PIPESTATUS[0]}"`], { env: cleanEnv({ HARNESS_HOME: harnessHome }), timeoutMs: 120_000 });
+  const result = await run('bash', ['-c', `${q(process.execPath)} ${q(bin)} ${args} --config ${q(config)} | ${SLOW_READER} > ${q(out)}; echo "exit=\${PIPESTATUS[0]}"`], {
+    env: cleanEnv({ HARNESS_HOME: harnessHome }),
+    timeoutMs: 120_000,
+  });
   expect(result.stderr).toBe('');
   return { output: readFileSync(out, 'utf8'), code: Number(/exit=(\d+)/.exec(result.stdout)?.[1]) };
 }
 
-const lines = (text: string) => text.trimEnd().split('\n').map((line) => JSON.parse(line));
+const lines = (text: string) =>
+  text
+    .trimEnd()
+    .split('\n')
+    .map((line) => JSON.parse(line));
 
 describe('a reader that is slow to start reading gets everything', { timeout: 120_000 }, () => {
   it.each(['huge', 'journal-pipeful'] as const)('replay --json of a %s journal yields exactly the journal (header and events)', async (which) => {
@@ -104,14 +111,20 @@ describe('a reader that is slow to start reading gets everything', { timeout: 12
     expect(code).toBe(0);
     expect(text.length).toBeGreaterThan(PIPEFUL.min);
     expect(text.length).toBeLessThan(PIPEFUL.max);
-    expect(lines(text).map((s: { id: string }) => s.id).sort()).toEqual([...ids].sort());
+    expect(
+      lines(text)
+        .map((s: { id: string }) => s.id)
+        .sort(),
+    ).toEqual([...ids].sort());
   });
 });
 
 describe('readers that stop reading', { timeout: 120_000 }, () => {
   it('replay --json | head -1 exits 0 at once, without a word', async () => {
     const started = Date.now();
-    const result = await run('bash', ['-c', `${q(process.execPath)} ${q(bin)} replay --json ${q(journal.huge)} --config ${q(config)} | head -1; echo "exit=\${PIPESTATUS[0]}"`], { env: cleanEnv({ HARNESS_HOME: home }) });
+    const result = await run('bash', ['-c', `${q(process.execPath)} ${q(bin)} replay --json ${q(journal.huge)} --config ${q(config)} | head -1; echo "exit=\${PIPESTATUS[0]}"`], {
+      env: cleanEnv({ HARNESS_HOME: home }),
+    });
     expect(result.stderr).toBe('');
     const [first, status] = result.stdout.trimEnd().split('\n');
     expect(JSON.parse(first!)).toMatchObject({ type: 'session' });

@@ -24,10 +24,7 @@ const config = writeProject(join(project.dir, 'project'), {
   plugins: [{ name: 'llm-scripted' }, { name: 'tools-workspace' }, { name: 'approvals' }],
   scripts: {
     sleeper: {
-      replies: [
-        { when: { step: 1 }, reply: { text: 'Running it.', toolCalls: [{ name: 'exec_command', arguments: { command: 'sleep 8; echo done > slept.txt' } }] } },
-        { reply: { text: 'Done.' } },
-      ],
+      replies: [{ when: { step: 1 }, reply: { text: 'Running it.', toolCalls: [{ name: 'exec_command', arguments: { command: 'sleep 8; echo done > slept.txt' } }] } }, { reply: { text: 'Done.' } }],
     },
   },
 });

@@ -49,7 +49,12 @@ export function run(command: string, args: readonly string[], options: { env?: N
 
 /** `node bin/harness.js …args` with a data dir of the test's. */
 export function harness(args: readonly string[], options: { home: string; env?: Record<string, string | undefined>; cwd?: string; input?: string; timeoutMs?: number }): Promise<Result> {
-  return run(process.execPath, [bin, ...args], { env: cleanEnv({ HARNESS_HOME: options.home, ...options.env }), ...(options.cwd ? { cwd: options.cwd } : {}), ...(options.input !== undefined ? { input: options.input } : {}), ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}) });
+  return run(process.execPath, [bin, ...args], {
+    env: cleanEnv({ HARNESS_HOME: options.home, ...options.env }),
+    ...(options.cwd ? { cwd: options.cwd } : {}),
+    ...(options.input !== undefined ? { input: options.input } : {}),
+    ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+  });
 }
 
 export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
@@ -123,7 +128,10 @@ export function writeProject(dir: string, spec: ProjectSpec, file = 'harness.con
 }
 
 /** Starts `node bin/harness.js …args` and hands back the child with its output so far. */
-export function start(args: readonly string[], options: { home: string; env?: Record<string, string | undefined>; cwd?: string }): {
+export function start(
+  args: readonly string[],
+  options: { home: string; env?: Record<string, string | undefined>; cwd?: string },
+): {
   child: ChildProcessWithoutNullStreams;
   out: () => string;
   err: () => string;

@@ -24,7 +24,10 @@ function installPlugin(dir: string, name: string, pluginName: string): void {
   const root = join(dir, 'node_modules', name);
   mkdirSync(join(root, 'lib'), { recursive: true });
   writeFileSync(join(root, 'package.json'), JSON.stringify({ name, type: 'module', exports: { '.': { import: './lib/index.js' } } }));
-  writeFileSync(join(root, 'lib/index.js'), `const plugin = { name: ${JSON.stringify(pluginName)}, setup(ctx) { ctx.report({ level: 'info', code: 'LOADED', message: ${JSON.stringify(pluginName)} }); } };\nObject.defineProperty(plugin, Symbol.for('harness.plugin'), { value: true });\nexport default plugin;\n`);
+  writeFileSync(
+    join(root, 'lib/index.js'),
+    `const plugin = { name: ${JSON.stringify(pluginName)}, setup(ctx) { ctx.report({ level: 'info', code: 'LOADED', message: ${JSON.stringify(pluginName)} }); } };\nObject.defineProperty(plugin, Symbol.for('harness.plugin'), { value: true });\nexport default plugin;\n`,
+  );
 }
 
 describe('plugin modules named by package specifier', () => {
@@ -33,7 +36,10 @@ describe('plugin modules named by package specifier', () => {
     installPlugin(dir, 'harness-plugin-hello', 'hello');
     mkdirSync(join(dir, 'plugins'));
     // The project's own plugin imports the package too: both resolve to the one installed module.
-    writeFileSync(join(dir, 'plugins/mine.mjs'), `import hello from 'harness-plugin-hello';\nconst plugin = { name: 'mine', setup() {} };\nObject.defineProperty(plugin, Symbol.for('harness.plugin'), { value: true });\nexport default plugin;\nexport const same = hello;\n`);
+    writeFileSync(
+      join(dir, 'plugins/mine.mjs'),
+      `import hello from 'harness-plugin-hello';\nconst plugin = { name: 'mine', setup() {} };\nObject.defineProperty(plugin, Symbol.for('harness.plugin'), { value: true });\nexport default plugin;\nexport const same = hello;\n`,
+    );
     const built = await createHarness({ baseDir: dir, dataDir: join(dir, 'data'), config: { plugins: [{ module: 'harness-plugin-hello' }, { module: './plugins/mine.mjs' }] } });
     try {
       expect(built.host.list()).toEqual([
@@ -49,7 +55,7 @@ describe('plugin modules named by package specifier', () => {
     const dir = folder('specifier-missing');
     const error = await createHarness({ baseDir: dir, dataDir: join(dir, 'data'), config: { plugins: [{ module: 'harness-plugin-nowhere' }] } }).catch((e: unknown) => e);
     expect(HarnessError.is(error) && error.code).toBe('PLUGIN_NOT_FOUND');
-    expect((error as Error).message).toContain('"harness-plugin-nowhere" cannot be found from ' + dir);
+    expect((error as Error).message).toContain(`"harness-plugin-nowhere" cannot be found from ${dir}`);
     expect((error as Error).message).toContain('npm install');
   });
 });
@@ -84,7 +90,9 @@ describe('harness init', () => {
     expect(made.code).toBe(0);
     const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
     expect(pkg).toMatchObject({ name: 'my-agent', type: 'module', dependencies: { 'harness-runtime': '^0.2.0' } });
-    expect(readFileSync(join(dir, 'harness.config.ts'), 'utf8')).toContain("import { defaultPlugins, DEFAULT_DEFAULTS } from 'harness-runtime/stack'".replace('defaultPlugins, DEFAULT_DEFAULTS', 'DEFAULT_DEFAULTS, defaultPlugins'));
+    expect(readFileSync(join(dir, 'harness.config.ts'), 'utf8')).toContain(
+      "import { defaultPlugins, DEFAULT_DEFAULTS } from 'harness-runtime/stack'".replace('defaultPlugins, DEFAULT_DEFAULTS', 'DEFAULT_DEFAULTS, defaultPlugins'),
+    );
     expect(readFileSync(join(dir, 'test/word-count.test.ts'), 'utf8')).toContain("from 'harness-runtime/testing'");
     const again = await harness(['init', dir], { home: join(dir, '..', 'home') });
     expect(again.code).toBe(1);

@@ -15,13 +15,21 @@ describe('emit', () => {
     const thrown = new Error('sync boom');
     const rejected = new Error('async boom');
     bus.add('test/event', (e: { n: number }) => void seen.push(`first:${e.n}`), { owner: 'first' });
-    bus.add('test/event', () => {
-      throw thrown;
-    }, { owner: 'thrower' });
-    bus.add('test/event', async () => {
-      await tick(1);
-      throw rejected;
-    }, { owner: 'rejecter' });
+    bus.add(
+      'test/event',
+      () => {
+        throw thrown;
+      },
+      { owner: 'thrower' },
+    );
+    bus.add(
+      'test/event',
+      async () => {
+        await tick(1);
+        throw rejected;
+      },
+      { owner: 'rejecter' },
+    );
     bus.add('test/event', (e: { n: number }) => void seen.push(`last:${e.n}`), { owner: 'last' });
 
     const returned = bus.emit('test/event', { n: 1 });

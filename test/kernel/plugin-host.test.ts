@@ -70,9 +70,7 @@ describe('plugin config', () => {
   });
 
   it('several bad fields are all listed, with their paths', async () => {
-    const error = await caught(
-      host.load({ plugin: configured([]), config: { providers: { a: { baseURL: 'https://ok.example', timeoutMs: -1 } }, prefix: 3 } }),
-    );
+    const error = await caught(host.load({ plugin: configured([]), config: { providers: { a: { baseURL: 'https://ok.example', timeoutMs: -1 } }, prefix: 3 } }));
     expect(error.issues.map((i) => i.path!.join('.')).sort()).toEqual(['prefix', 'providers.a.timeoutMs']);
     expect(error.message).toContain('providers.a.timeoutMs');
     expect(error.message).toMatch(/prefix: /);
@@ -198,7 +196,7 @@ describe('plugin host', () => {
     expect(kernel.service('testCounter')).toBeUndefined();
   });
 
-  it('a reload of the provider keeps the service available, now the new generation\'s', async () => {
+  it("a reload of the provider keeps the service available, now the new generation's", async () => {
     let generation = 0;
     const provider = definePlugin({
       name: 'reloading-provider',

@@ -100,8 +100,7 @@ describe('waterfall', () => {
 
   it('orders by stage (lower is outermost), then registration order', () => {
     const order: string[] = [];
-    const tap = (label: string, stage?: number) =>
-      bus.add('test/number', (p: number, next: Next<number, number>) => (order.push(label), next(p)), stage === undefined ? {} : { stage });
+    const tap = (label: string, stage?: number) => bus.add('test/number', (p: number, next: Next<number, number>) => (order.push(label), next(p)), stage === undefined ? {} : { stage });
     tap('s0-first');
     tap('s10', 10);
     tap('s-5', -5);

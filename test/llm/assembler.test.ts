@@ -3,15 +3,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  BlockAssembler,
-  LlmError,
-  assembleChunks,
-  type ContentBlock,
-  type FinishReason,
-  type ReplayEnvelope,
-  type StreamChunk,
-} from '../../runtime/index.ts';
+import { BlockAssembler, LlmError, assembleChunks, type ContentBlock, type FinishReason, type ReplayEnvelope, type StreamChunk } from '../../runtime/index.ts';
 import { blockOf, blocksArb, build, mergeUsage, mulberry32, planArb, reference, usageArb, type Spec } from './chunks.ts';
 
 const RUNS = { numRuns: 400 };
@@ -122,7 +114,7 @@ describe('BlockAssembler — envelope alignment under max-tokens truncation', ()
         expect(result.droppedToolCallCount).toBe(emitted.length - kept.length);
         // A reasoning block right before a dropped call loses its entry: it cannot be replayed alone.
         const orphaned = (k: number) => {
-          const at = emitted.findIndex((e) => e === kept[k]);
+          const at = emitted.indexOf(kept[k]);
           return kept[k]!.block.type === 'reasoning' && emitted[at + 1]?.block.type === 'tool-call';
         };
         expect(result.replayState).toEqual({ response: { kind: 'fake', version: 1, id: 'r' }, blocks: kept.map(({ position }, k) => (orphaned(k) ? null : { entry: position })) });
@@ -190,10 +182,7 @@ describe('BlockAssembler — no tool call from a truncated stream', () => {
     fc.record({ type: fc.constant('block-end' as const), index, block: anyBlock }),
     fc.record({ type: fc.constant('usage' as const), usage: usageArb }),
   );
-  const anyEnvelope = fc.option(
-    fc.record({ response: fc.jsonValue(), blocks: fc.array(fc.jsonValue(), { maxLength: 7 }) }, { requiredKeys: ['response'] }),
-    { nil: undefined },
-  );
+  const anyEnvelope = fc.option(fc.record({ response: fc.jsonValue(), blocks: fc.array(fc.jsonValue(), { maxLength: 7 }) }, { requiredKeys: ['response'] }), { nil: undefined });
 
   it('property: any chunk soup ending in max-tokens / error / aborted yields no tool call, and a kept envelope stays aligned', () => {
     fc.assert(
@@ -285,7 +274,10 @@ describe('BlockAssembler — closed blocks, unknown blocks, defaults', () => {
 
   it('a block of a type not built from deltas is its block-end block (same object, frozen)', () => {
     const block = { type: 'image' as const, mediaType: 'image/png', data: 'AA==' };
-    const result = assembleChunks([{ type: 'block-start', index: 0, blockType: 'image' }, { type: 'block-end', index: 0, block }]);
+    const result = assembleChunks([
+      { type: 'block-start', index: 0, blockType: 'image' },
+      { type: 'block-end', index: 0, block },
+    ]);
     expect(result.content[0]).toBe(block);
     expect(Object.isFrozen(block)).toBe(true);
   });

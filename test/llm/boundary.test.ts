@@ -199,9 +199,7 @@ describe('failure boundary: adapter failures become one terminal finish', () => 
   it('no route → one finish{error, NO_ADAPTER} naming the known providers', async () => {
     await withAdapter(new FakeAdapter());
     const chunks = await collect(harness.llm.stream(baseOptions({ provider: 'nope' })));
-    expect(chunks).toEqual([
-      { type: 'finish', finish: { kind: 'error', failure: { code: 'NO_ADAPTER', provider: 'nope', message: 'No adapter serves provider "nope". Known providers: fake.' } } },
-    ]);
+    expect(chunks).toEqual([{ type: 'finish', finish: { kind: 'error', failure: { code: 'NO_ADAPTER', provider: 'nope', message: 'No adapter serves provider "nope". Known providers: fake.' } } }]);
   });
 });
 

@@ -93,9 +93,7 @@ export function split(s: string, random: () => number): string[] {
 
 /** A canonical content block for a spec (a fresh object). */
 export function blockOf(spec: Spec): ContentBlock {
-  return spec.type === 'tool-call'
-    ? { type: 'tool-call', id: spec.id, name: spec.name, arguments: spec.arguments }
-    : { type: spec.type, text: spec.text };
+  return spec.type === 'tool-call' ? { type: 'tool-call', id: spec.id, name: spec.name, arguments: spec.arguments } : { type: spec.type, text: spec.text };
 }
 
 export function build(blocks: readonly Spec[], plan: Plan): Built {
@@ -115,11 +113,7 @@ export function build(blocks: readonly Spec[], plan: Plan): Built {
     const idOnStart = start && plan.idPlacement !== 'delta';
     const idOnDelta = !idOnStart || plan.idPlacement === 'both';
     if (start) {
-      queue.push(
-        spec.type === 'tool-call' && idOnStart
-          ? { type: 'block-start', index, blockType: spec.type, id: spec.id, name: spec.name }
-          : { type: 'block-start', index, blockType: spec.type },
-      );
+      queue.push(spec.type === 'tool-call' && idOnStart ? { type: 'block-start', index, blockType: spec.type, id: spec.id, name: spec.name } : { type: 'block-start', index, blockType: spec.type });
     }
     if (spec.type === 'tool-call') {
       split(spec.arguments, random).forEach((piece, k) => {
@@ -136,7 +130,7 @@ export function build(blocks: readonly Spec[], plan: Plan): Built {
   const owner: number[] = [];
   const heads = queues.map(() => 0);
   for (;;) {
-    const open = queues.map((q, i) => i).filter((i) => heads[i]! < queues[i]!.length);
+    const open = queues.map((_q, i) => i).filter((i) => heads[i]! < queues[i]!.length);
     if (open.length === 0) break;
     // Mostly sequential (like most providers), sometimes interleaved (parallel tool calls).
     const pick = random() < 0.7 ? open[0]! : open[Math.floor(random() * open.length)]!;

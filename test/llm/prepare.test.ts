@@ -97,7 +97,10 @@ describe('prepareCall: model resolution', () => {
 
   it('UNKNOWN_MODEL names the provider, the model and the known models', async () => {
     await serve(new CatalogAdapter('resolve'));
-    const error = (await harness!.llm.prepareCall({ provider: 'fake', model: 'nope' }).then(() => undefined, (e: unknown) => e)) as { code: string; message: string; failure: object };
+    const error = (await harness!.llm.prepareCall({ provider: 'fake', model: 'nope' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as { code: string; message: string; failure: object };
     expect(error.code).toBe('UNKNOWN_MODEL');
     expect(error.failure).toMatchObject({ provider: 'fake', model: 'nope' });
     expect(error.message).toContain('Known models: gpt-4, gpt-4o, r1.');
@@ -116,7 +119,10 @@ describe('prepareCall: model resolution', () => {
   it('UNSUPPORTED_REASONING_EFFORT is refused before any request (adapter.stream never called)', async () => {
     const adapter = new CatalogAdapter('resolve');
     await serve(adapter);
-    const error = (await harness!.llm.prepareCall({ provider: 'fake', model: 'gpt-4o', reasoningEffort: 'max' }).then(() => undefined, (e: unknown) => e)) as { code: string; failure: object; message: string };
+    const error = (await harness!.llm.prepareCall({ provider: 'fake', model: 'gpt-4o', reasoningEffort: 'max' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as { code: string; failure: object; message: string };
     expect(error.code).toBe('UNSUPPORTED_REASONING_EFFORT');
     expect(error.failure).toMatchObject({ provider: 'fake', model: 'gpt-4o', reasoningEffort: 'max' });
     expect(error.message).toContain('It accepts: low, high.');
@@ -354,8 +360,10 @@ describe('retry policy', () => {
     const always = resolveRetryPolicy({ mode: 'always', retryableCodes: [] });
     expect(['SERVER', 'RATE_LIMIT', 'AUTH', 'ABORTED', 'CUSTOM'].map((c) => isRetryableCode(normal, c))).toEqual([true, false, false, false, false]);
     expect(['SERVER', 'RATE_LIMIT', 'AUTH', 'ABORTED', 'CUSTOM', 'INVALID_REQUEST'].map((c) => isRetryableCode(always, c))).toEqual([true, true, false, false, true, true]);
-    expect(['RATE_LIMIT', 'SERVER', 'TIMEOUT', 'TRANSPORT', 'MALFORMED_RESPONSE', 'EMPTY_RESPONSE', 'UNKNOWN', 'AUTH', 'QUOTA_EXCEEDED', 'CONTEXT_WINDOW_EXCEEDED'].map((c) => isRetryableCode(DEFAULT_RETRY_POLICY, c))).toEqual([
-      true, true, true, true, true, true, true, false, false, false,
-    ]);
+    expect(
+      ['RATE_LIMIT', 'SERVER', 'TIMEOUT', 'TRANSPORT', 'MALFORMED_RESPONSE', 'EMPTY_RESPONSE', 'UNKNOWN', 'AUTH', 'QUOTA_EXCEEDED', 'CONTEXT_WINDOW_EXCEEDED'].map((c) =>
+        isRetryableCode(DEFAULT_RETRY_POLICY, c),
+      ),
+    ).toEqual([true, true, true, true, true, true, true, false, false, false]);
   });
 });

@@ -5,13 +5,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  definePlugin,
-  type AdapterRegistrationHandle,
-  type AdaptersUpdatedEvent,
-  type Harness,
-  type RouteInfo,
-} from '../../runtime/index.ts';
+import { definePlugin, type AdapterRegistrationHandle, type AdaptersUpdatedEvent, type Harness, type RouteInfo } from '../../runtime/index.ts';
 import { FakeAdapter, baseOptions, chunk, codeOf, collect, deferred, finishStop, harnessWith, runtimeIndex, tempDir, text, tick } from './support.ts';
 
 let harness: Harness | undefined;
@@ -28,7 +22,11 @@ function updates(h: Harness): AdaptersUpdatedEvent[] {
   return seen;
 }
 
-const providersOf = (h: Harness) => h.ctx.llm.routes().map((r) => r.provider).sort();
+const providersOf = (h: Harness) =>
+  h.ctx.llm
+    .routes()
+    .map((r) => r.provider)
+    .sort();
 const tagged = (tag: string) => new FakeAdapter(() => [chunk(text(0, tag)), chunk(finishStop)]);
 
 async function firstText(h: Harness, provider: string): Promise<string> {
@@ -164,12 +162,7 @@ describe('registration handles', () => {
     const adapter = tagged('r');
     const handle = harness.ctx.llm.registerAdapter(['a', 'b', 'c'], adapter);
     const other = harness.ctx.llm.registerAdapter(['taken'], tagged('other'));
-    const sets = [
-      ['a', 'b', 'c'],
-      ['d', 'e'],
-      ['a', 'e', 'f', 'g'],
-      [],
-    ];
+    const sets = [['a', 'b', 'c'], ['d', 'e'], ['a', 'e', 'f', 'g'], []];
     const allowed = new Set(sets.map((set) => [...set].sort().join(',')));
     const bad: string[] = [];
     const check = (where: string) => {

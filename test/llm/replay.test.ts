@@ -113,7 +113,12 @@ describe('replay degrade', () => {
         model: 'm',
         messageId: report.messageId,
         reason: report.reason,
-        failure: { code: 'INVALID_REPLAY_STATE', message: expect.stringContaining(`Replay state of message ${report.messageId} was not sent to provider "fake"`), messageId: report.messageId, reason: report.reason },
+        failure: {
+          code: 'INVALID_REPLAY_STATE',
+          message: expect.stringContaining(`Replay state of message ${report.messageId} was not sent to provider "fake"`),
+          messageId: report.messageId,
+          reason: report.reason,
+        },
       });
       expect(Object.isFrozen(report.failure)).toBe(true);
     }

@@ -9,7 +9,7 @@ import { createOpenAIClient } from '../../plugins/llm-openai/transport.ts';
 import { startFixtureServer, type FixtureServer } from '../support/fixture-server.ts';
 
 const KEY = 'sk-logger-sentinel-0123456789';
-const HOSTILE = '\u001b]0;pwned\u0007\u001b[2J' + KEY;
+const HOSTILE = `\u001b]0;pwned\u0007\u001b[2J${KEY}`;
 let server: FixtureServer;
 beforeAll(async () => {
   server = await startFixtureServer();

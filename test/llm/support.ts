@@ -6,28 +6,14 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  createHarness,
-  LlmAdapter,
-  type Diagnostic,
-  type GenerateOptions,
-  type Harness,
-  type ModelInfo,
-  type PluginDefinition,
-  type StreamChunk,
-} from '../../runtime/index.ts';
+import { createHarness, LlmAdapter, type Diagnostic, type GenerateOptions, type Harness, type ModelInfo, type PluginDefinition, type StreamChunk } from '../../runtime/index.ts';
 
 export const llmTestDir = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = join(llmTestDir, '..', '..');
 export const runtimeIndex = join(repoRoot, 'runtime', 'index.ts');
 
 /** One step of a scripted adapter stream. */
-export type Step =
-  | { readonly chunk: StreamChunk }
-  | { readonly raw: unknown }
-  | { readonly throw: unknown }
-  | { readonly wait: Promise<unknown> }
-  | { readonly end: true };
+export type Step = { readonly chunk: StreamChunk } | { readonly raw: unknown } | { readonly throw: unknown } | { readonly wait: Promise<unknown> } | { readonly end: true };
 
 export const chunk = (c: StreamChunk): Step => ({ chunk: c });
 
@@ -37,7 +23,10 @@ export class ScriptedIterator implements AsyncIterator<StreamChunk> {
   returnCalls = 0;
   private at = 0;
   private closed = false;
-  constructor(private readonly steps: readonly Step[], private readonly repeatLast = false) {}
+  constructor(
+    private readonly steps: readonly Step[],
+    private readonly repeatLast = false,
+  ) {}
 
   async next(): Promise<IteratorResult<StreamChunk>> {
     this.nextCalls++;

@@ -80,7 +80,15 @@ describe('message constructors', () => {
   });
 
   it('guards and messageText', () => {
-    const assistant = createAssistantMessage({ provider: 'p', model: 'm', content: [{ type: 'reasoning', text: 'no' }, { type: 'text', text: 'a' }, { type: 'text', text: 'b' }] });
+    const assistant = createAssistantMessage({
+      provider: 'p',
+      model: 'm',
+      content: [
+        { type: 'reasoning', text: 'no' },
+        { type: 'text', text: 'a' },
+        { type: 'text', text: 'b' },
+      ],
+    });
     expect(isAssistantMessage(assistant)).toBe(true);
     expect(isAssistantMessage(createUserMessage('x'))).toBe(false);
     expect(isToolResultMessage(createToolResultMessage({ callId: 'c', content: 'x' }))).toBe(true);

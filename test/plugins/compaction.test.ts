@@ -7,17 +7,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  createUserMessage,
-  foldEvents,
-  importDshSession,
-  readJournal,
-  stateAt,
-  writeImportedSession,
-  type AnySessionEvent,
-  type Harness,
-  type Message,
-} from '../../runtime/index.ts';
+import { createUserMessage, foldEvents, importDshSession, readJournal, stateAt, writeImportedSession, type AnySessionEvent, type Harness, type Message } from '../../runtime/index.ts';
 import { createJournal } from '../../runtime/internal.ts';
 import { cutIndex } from '../../plugins/compaction/index.ts';
 import { dshRoot } from '../session/support.ts';
@@ -72,7 +62,10 @@ describe('compaction of a long scripted session', () => {
     const first = starts[0]!;
     expect(first.data.trigger).toBe('threshold');
     // It did not compact in the first turns: only once the pressure crossed 1000 − 600.
-    const turnOf = (seq: number) => ofType(events, 'turn/start').filter((e) => e.seq < seq).at(-1)!.data.turn;
+    const turnOf = (seq: number) =>
+      ofType(events, 'turn/start')
+        .filter((e) => e.seq < seq)
+        .at(-1)!.data.turn;
     expect(turnOf(first.seq)).toBeGreaterThanOrEqual(3);
 
     // Journal order: start, summary, surface/replace, end — nothing in between.
@@ -129,7 +122,7 @@ describe('compaction of a long scripted session', () => {
     expect(foldEvents(journal).messages).toEqual(session.state.messages);
   });
 
-  it('the meter\'s pressure falls at the surface/replace', async () => {
+  it("the meter's pressure falls at the surface/replace", async () => {
     const { harness: h } = await start();
     const session = await h.createSession();
     const values: number[] = [];
@@ -162,7 +155,12 @@ describe('compaction of a long scripted session', () => {
     expect(ends).toHaveLength(starts.length);
     for (const end of ends) expect(end.data).toMatchObject({ outcome: 'failed', failure: { code: 'EMPTY_RESPONSE' } });
     // A failed attempt is not repeated at every step of the same turn.
-    const turns = starts.map((s) => ofType(events, 'turn/start').filter((t) => t.seq < s.seq).at(-1)!.data.turn);
+    const turns = starts.map(
+      (s) =>
+        ofType(events, 'turn/start')
+          .filter((t) => t.seq < s.seq)
+          .at(-1)!.data.turn,
+    );
     expect(new Set(turns).size).toBe(turns.length);
     // Surface equal before and after; the next request carries the untouched history.
     const first = starts[0]!;
@@ -197,7 +195,9 @@ describe('compaction of a long scripted session', () => {
     const surfaceBefore = session.state.messages;
     const { events, end } = await runTurn(session, 'overflow now');
     expect(end.data.reason).toBe('completed');
-    const finishes = ofType(events, 'assistant/chunk').filter((e) => e.data.chunk.type === 'finish').map((e) => (e.data.chunk as { finish: { kind: string; failure?: { code: string } } }).finish);
+    const finishes = ofType(events, 'assistant/chunk')
+      .filter((e) => e.data.chunk.type === 'finish')
+      .map((e) => (e.data.chunk as { finish: { kind: string; failure?: { code: string } } }).finish);
     expect(finishes.map((f) => f.failure?.code ?? f.kind)).toEqual(['CONTEXT_WINDOW_EXCEEDED', 'tool-calls', 'stop']);
     const sequence = events.filter((e) => e.type.startsWith('compaction/') || e.type === 'surface/replace' || e.type === 'assistant/message' || e.type === 'llm/retry').map((e) => e.type);
     expect(sequence).toEqual(['compaction/start', 'compaction/summary', 'surface/replace', 'compaction/end', 'assistant/message', 'assistant/message']);
@@ -255,7 +255,7 @@ describe('compaction of a long scripted session', () => {
     expect(second.agentRequests()[0]!.messages[0]).toMatchObject({ source: { kind: 'plugin', plugin: 'compaction' } });
   });
 
-  it('ctx.compaction.compact() compacts on request with the session\'s tools and system', async () => {
+  it("ctx.compaction.compact() compacts on request with the session's tools and system", async () => {
     const { harness: h, summaryRequests, agentRequests } = await start({ contextWindow: 1_000_000, system: 'Be brief.' });
     const session = await h.createSession();
     for (let i = 1; i <= 3; i++) await runTurn(session, `task ${i}`);

@@ -15,8 +15,7 @@ import { providerErrorBody } from '../support/fixture-server.ts';
 import { allow, collect, fixtureHarness, ofType, plugin } from './support.ts';
 
 const TEXT = 'openai-chat/text-with-include-usage.sse';
-const TEXT_ANSWER =
-  "I'm unable to provide real-time weather updates. To get the current weather in San Francisco, I recommend checking a reliable weather website or a weather app.";
+const TEXT_ANSWER = "I'm unable to provide real-time weather updates. To get the current weather in San Francisco, I recommend checking a reliable weather website or a weather app.";
 
 let rig: Awaited<ReturnType<typeof fixtureHarness>> | undefined;
 afterEach(async () => {
@@ -55,11 +54,13 @@ describe('llm-retry with the real openai SDK against the fixture server', () => 
     expect(server.requests[1]!.body.messages).toEqual(server.requests[0]!.body.messages);
     expect(server.requests[2]!.body.messages).toEqual(server.requests[0]!.body.messages);
     // llm/retry is journaled before the wait, i.e. before the next attempt's chunks.
-    const order = events.filter((e) => e.type === 'llm/retry' || (e.type === 'assistant/chunk' && e.data.chunk.type === 'finish')).map((e) => (e.type === 'llm/retry' ? 'retry' : (e.data as { chunk: { finish: { kind: string } } }).chunk.finish.kind));
+    const order = events
+      .filter((e) => e.type === 'llm/retry' || (e.type === 'assistant/chunk' && e.data.chunk.type === 'finish'))
+      .map((e) => (e.type === 'llm/retry' ? 'retry' : (e.data as { chunk: { finish: { kind: string } } }).chunk.finish.kind));
     expect(order).toEqual(['error', 'retry', 'error', 'retry', 'stop']);
   });
 
-  it('429 with retry-after: 2 → the wait is the provider\'s 2000 ms, not the local backoff', async () => {
+  it("429 with retry-after: 2 → the wait is the provider's 2000 ms, not the local backoff", async () => {
     const { harness, server } = await start({ maxRetries: 3, initialDelayMs: 10, maxDelayMs: 5000, jitterRatio: 0 });
     server.enqueue(error(429, undefined, { 'retry-after': '2' }), TEXT);
     const session = await harness.createSession();

@@ -25,10 +25,25 @@ const CONFIG: Record<string, unknown> = {
 
 /** Everything plugin `name` has registered, by kind. */
 function footprint(harness: Harness, name: string) {
-  const hooks = harness.kernel.bus.describe().flatMap((hook) => hook.owners.filter((owner) => owner === name).map(() => hook.name)).sort();
-  const routes = harness.llm.registry.list().filter((route) => route.owner === name).map((route) => route.provider).sort();
-  const tools = harness.tools.describe().filter((tool) => tool.owner === name).map((tool) => tool.name).sort();
-  const services = harness.kernel.describeServices().filter((service) => service.owner === name).map((service) => service.name).sort();
+  const hooks = harness.kernel.bus
+    .describe()
+    .flatMap((hook) => hook.owners.filter((owner) => owner === name).map(() => hook.name))
+    .sort();
+  const routes = harness.llm.registry
+    .list()
+    .filter((route) => route.owner === name)
+    .map((route) => route.provider)
+    .sort();
+  const tools = harness.tools
+    .describe()
+    .filter((tool) => tool.owner === name)
+    .map((tool) => tool.name)
+    .sort();
+  const services = harness.kernel
+    .describeServices()
+    .filter((service) => service.owner === name)
+    .map((service) => service.name)
+    .sort();
   // Store schemes carry no owner; the base plugins of this test register none, so they are the plugin's.
   const stores = registeredStoreSchemes();
   return { hooks, routes, tools, services, stores };

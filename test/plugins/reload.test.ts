@@ -99,7 +99,12 @@ describe('reloading llm-retry, token-meter and compaction mid-session', () => {
     expect(ofType(reloadTurn.events, 'tool/result')[0]!.data.message.content[0]).toMatchObject({ isError: false });
     expect(usageAtReload!.requests.length).toBeGreaterThan(0);
     expect(reloads).toEqual(['llm-retry#2', 'token-meter#2', 'compaction#2']);
-    expect(h.host.list().filter((p) => (NAMES as readonly string[]).includes(p.name)).map((p) => p.generation)).toEqual([2, 2, 2]);
+    expect(
+      h.host
+        .list()
+        .filter((p) => (NAMES as readonly string[]).includes(p.name))
+        .map((p) => p.generation),
+    ).toEqual([2, 2, 2]);
 
     // Exactly once each, in the same places.
     expect(hookSnapshot(h)).toEqual(before);

@@ -32,7 +32,10 @@ export async function fixtureHarness(plugins: PluginEntry[]): Promise<{ harness:
       config: {
         defaults: { provider: 'fx', model: 'gpt-4o' },
         plugins: [
-          { module: plugin('llm-openai'), config: { providers: { fx: { api: 'chat', compat: 'openai', baseURL: server.openaiBaseURL, apiKeyEnv: FIXTURE_KEY_ENV, models: [{ id: 'gpt-4o', contextWindow: 128_000 }] } } } },
+          {
+            module: plugin('llm-openai'),
+            config: { providers: { fx: { api: 'chat', compat: 'openai', baseURL: server.openaiBaseURL, apiKeyEnv: FIXTURE_KEY_ENV, models: [{ id: 'gpt-4o', contextWindow: 128_000 }] } } },
+          },
           ...plugins,
         ],
       },

@@ -154,7 +154,9 @@ describe('sessions and turns', () => {
     expect(busy.status).toBe(409);
     expect(busy.body.error.code).toBe('SESSION_BUSY');
     // Abort once the model is streaming.
-    await eventually(async () => ((await journalEvents(id)).some((e) => e.type === 'assistant/chunk') ? true : (await s.server.turns.readEvents(id)).events.some((e) => e.type === 'assistant/chunk') || undefined));
+    await eventually(async () =>
+      (await journalEvents(id)).some((e) => e.type === 'assistant/chunk') ? true : (await s.server.turns.readEvents(id)).events.some((e) => e.type === 'assistant/chunk') || undefined,
+    );
     const aborted = await s.api('POST', `/v1/sessions/${id}/abort`);
     expect(aborted.status).toBe(202);
     expect(aborted.body).toEqual({ turn: 1 });

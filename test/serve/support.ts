@@ -12,7 +12,15 @@ export const SCRIPT = {
   replies: [
     { when: { userIncludes: 'poke', step: 1 }, reply: { text: 'Poking.', toolCalls: [{ name: 'poke', arguments: { key: 'k', value: 'v' } }] } },
     { when: { userIncludes: 'poke', step: 2 }, reply: { text: 'Poked.' } },
-    { when: { userIncludes: 'peek', step: 1 }, reply: { toolCalls: [{ name: 'peek', arguments: { key: 'a' } }, { name: 'peek', arguments: { key: 'b' } }] } },
+    {
+      when: { userIncludes: 'peek', step: 1 },
+      reply: {
+        toolCalls: [
+          { name: 'peek', arguments: { key: 'a' } },
+          { name: 'peek', arguments: { key: 'b' } },
+        ],
+      },
+    },
     { when: { userIncludes: 'peek', step: 2 }, reply: { text: 'Peeked twice.' } },
     { when: { userIncludes: 'long' }, reply: { text: 'word '.repeat(120) } },
     { reply: { text: 'Hello from the scripted model.' } },
@@ -37,15 +45,22 @@ export async function serve(settings: Partial<ServeSettings> = {}, options: { pa
     dataDir: join(dir, 'data'),
     config: {
       defaults: { provider: 'scripted', model: 'test' },
-      plugins: [
-        { module: plugin('llm-scripted'), config: { paceMs: options.paceMs ?? 0, fragmentChars: 5, scripts: { test: scriptPath } } },
-        { module: plugin('approvals') },
-      ],
+      plugins: [{ module: plugin('llm-scripted'), config: { paceMs: options.paceMs ?? 0, fragmentChars: 5, scripts: { test: scriptPath } } }, { module: plugin('approvals') }],
     },
   });
   const ran: string[] = [];
-  harness.ctx.tools.register(defineTool({ name: 'peek', description: 'Reads a value.', input: z.object({ key: z.string() }), permission: 'read', execute: ({ key }) => (ran.push(`peek:${key}`), `value of ${key}`) }));
-  harness.ctx.tools.register(defineTool({ name: 'poke', description: 'Writes a value.', input: z.object({ key: z.string(), value: z.string() }), permission: 'write', execute: ({ key, value }) => (ran.push(`poke:${key}=${value}`), 'ok') }));
+  harness.ctx.tools.register(
+    defineTool({ name: 'peek', description: 'Reads a value.', input: z.object({ key: z.string() }), permission: 'read', execute: ({ key }) => (ran.push(`peek:${key}`), `value of ${key}`) }),
+  );
+  harness.ctx.tools.register(
+    defineTool({
+      name: 'poke',
+      description: 'Writes a value.',
+      input: z.object({ key: z.string(), value: z.string() }),
+      permission: 'write',
+      execute: ({ key, value }) => (ran.push(`poke:${key}=${value}`), 'ok'),
+    }),
+  );
   const server = await startServer(harness, serveConfigSchema.parse({ port: 0, ...settings }), { token: TOKEN, cwd: dir });
   return {
     harness,
@@ -54,7 +69,11 @@ export async function serve(settings: Partial<ServeSettings> = {}, options: { pa
     ran,
     async api(method, path, body, opts = {}) {
       const token = opts.token === undefined ? TOKEN : opts.token;
-      const headers: Record<string, string> = { ...(token === null ? {} : { authorization: `Bearer ${token}` }), ...(body !== undefined || opts.raw !== undefined ? { 'content-type': 'application/json' } : {}), ...opts.headers };
+      const headers: Record<string, string> = {
+        ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+        ...(body !== undefined || opts.raw !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...opts.headers,
+      };
       const response = await fetch(`${server.url}${path}`, { method, headers, ...(opts.raw !== undefined ? { body: opts.raw } : body !== undefined ? { body: JSON.stringify(body) } : {}) });
       const text = await response.text();
       let parsed: unknown;
@@ -99,7 +118,7 @@ export function openStream(url: string, options: { token?: string; lastEventId?:
       for await (const chunk of response.body) {
         buffer += decoder.decode(chunk as Uint8Array, { stream: true });
         let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
+        for (end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           let id: string | undefined;

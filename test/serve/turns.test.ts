@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AnySessionEvent } from '../../runtime/index.ts';
 import { TurnService } from '../../plugins/serve/index.ts';
-import { openStream, readUntil, serve } from './support.ts';
+import { openStream, serve } from './support.ts';
 
 describe('TurnService in-process', () => {
   it('creates a session, submits a turn, answers its approval from the event stream, and sees every event once', async () => {
@@ -25,7 +25,9 @@ describe('TurnService in-process', () => {
       expect(seen.filter((e) => e.type === 'approval/decided').map((e) => (e.data as { decision: string }).decision)).toEqual(['allow', 'allow']);
       expect(seen.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
       expect(s.ran).toEqual(['peek:a', 'peek:b']);
-      await expect(turns.answerApproval(id, (seen.find((e) => e.type === 'approval/requested')!.data as { callId: string }).callId, { decision: 'deny' })).rejects.toMatchObject({ code: 'APPROVAL_ALREADY_DECIDED' });
+      await expect(turns.answerApproval(id, (seen.find((e) => e.type === 'approval/requested')!.data as { callId: string }).callId, { decision: 'deny' })).rejects.toMatchObject({
+        code: 'APPROVAL_ALREADY_DECIDED',
+      });
       // The iterator's return unsubscribed it.
       expect(turns.subscriberCount(id)).toBe(0);
       const { events } = await turns.readEvents(id);

@@ -27,11 +27,29 @@ const harness = await createHarness({
     plugins: [{ module: plugin('llm-scripted'), config: { paceMs: Number(process.env.WORKER_PACE_MS ?? 15), fragmentChars: 6, scripts: { test: scriptPath } } }, { module: plugin('approvals') }],
   },
 });
-harness.ctx.tools.register(defineTool({ name: 'peek', description: 'Reads a value.', input: z.object({ key: z.string() }), permission: 'read', execute: async ({ key }) => { await new Promise((r) => setTimeout(r, 50)); return `value of ${key}`; } }));
+harness.ctx.tools.register(
+  defineTool({
+    name: 'peek',
+    description: 'Reads a value.',
+    input: z.object({ key: z.string() }),
+    permission: 'read',
+    execute: async ({ key }) => {
+      await new Promise((r) => setTimeout(r, 50));
+      return `value of ${key}`;
+    },
+  }),
+);
 const server = await startServer(harness, serveConfigSchema.parse({ port: 0, approvalPolicy: 'allow-all', queue: process.env.WORKER_QUEUE_URL, queueConcurrency: 4, queueExpireSeconds: 2 }), {
   token: process.env.WORKER_TOKEN!,
   cwd: dataDir,
   queueTuning: { retryDelaySeconds: 1, pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 },
 });
 process.stdout.write(`listening ${server.url}\n`);
-process.on('SIGTERM', () => void server.close().then(() => harness.dispose()).then(() => process.exit(0)));
+process.on(
+  'SIGTERM',
+  () =>
+    void server
+      .close()
+      .then(() => harness.dispose())
+      .then(() => process.exit(0)),
+);

@@ -1,17 +1,7 @@
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import replayPlugin, { createCassette, loadCassette, matchesRecorded, type Cassette } from '../../plugins/llm-replay/index.ts';
-import {
-  assembleChunks,
-  createHarness,
-  HarnessError,
-  importDshSession,
-  writeImportedSession,
-  type GenerateOptions,
-  type Harness,
-  type RecordedCall,
-  type StreamChunk,
-} from '../../runtime/index.ts';
+import { assembleChunks, createHarness, HarnessError, importDshSession, writeImportedSession, type GenerateOptions, type Harness, type RecordedCall, type StreamChunk } from '../../runtime/index.ts';
 import { createJournal } from '../../runtime/internal.ts';
 import { dshRoot, dshSessionFiles, tempDataDir } from './support.ts';
 
@@ -64,7 +54,7 @@ describe('llm-replay: a journal as a cassette', () => {
           expect(chunks.at(-1)).toMatchObject({ type: 'finish', finish: { kind: 'aborted', failure: { code: 'ABORTED' } } });
         } else {
           expect(chunks).toHaveLength(call.chunks.length);
-          chunks.forEach((chunk, i) => expect(chunk).toBe(call.chunks[i]));
+          for (const [i, chunk] of chunks.entries()) expect(chunk).toBe(call.chunks[i]);
         }
         if (call.message !== undefined && !call.message.data.interrupted) {
           const assembled = assembleChunks(chunks);
@@ -90,9 +80,7 @@ describe('llm-replay: a journal as a cassette', () => {
     const cassette = createCassette((await importDshSession(join(dshRoot, 'headless-agent/pty-tools/session.jsonl'))).events);
     const harness = await harnessWith({ cassette, provider: 'deepseek-official' });
     const call = cassette.calls[0]!;
-    const chunks = await collect(
-      harness.llm.stream(requestFor(call, { model: 'gpt-x', messages: call.stateBefore.messages.slice(1), tools: [{ name: 'bash', description: '', inputSchema: {} }] })),
-    );
+    const chunks = await collect(harness.llm.stream(requestFor(call, { model: 'gpt-x', messages: call.stateBefore.messages.slice(1), tools: [{ name: 'bash', description: '', inputSchema: {} }] })));
     expect(chunks).toHaveLength(1);
     const finish = chunks[0] as Extract<StreamChunk, { type: 'finish' }>;
     expect(finish.finish.kind).toBe('error');

@@ -93,7 +93,7 @@ async function checkAfterKill(run: number, delayMs: number, cutAt: number): Prom
   bus.add('kernel/diagnostic', (d: Diagnostic) => void diagnostics.push(d));
   const { journal, repairs } = await openJournal(path, { bus });
   const writtenSeq = journal.lastSeq - repairs.syntheticEvents.length;
-  if (repairs.staleLock === undefined) problems.push('the dead writer\'s lock was not reported as taken over');
+  if (repairs.staleLock === undefined) problems.push("the dead writer's lock was not reported as taken over");
 
   // 1. Every event appended before the last completed checkpoint is there, exactly as appended.
   if (writtenSeq < lastCheckpointSeq) problems.push(`only ${writtenSeq} events survive; the last checkpoint had ${lastCheckpointSeq}`);
@@ -125,7 +125,8 @@ async function checkAfterKill(run: number, delayMs: number, cutAt: number): Prom
   const synthetic = repairs.syntheticEvents.map((e) => e.type + ((e.data as { code?: string }).code ? `:${(e.data as { code: string }).code}` : ''));
   if (beforeRead.state.openTurn !== undefined) {
     const end = repairs.syntheticEvents.at(-1) as SessionEvent<'turn/end'> | undefined;
-    if (end?.type !== 'turn/end' || end.data.reason !== 'interrupted' || end.data.turn !== beforeRead.state.openTurn.turn) problems.push(`the open turn ${beforeRead.state.openTurn.turn} was not closed as interrupted`);
+    if (end?.type !== 'turn/end' || end.data.reason !== 'interrupted' || end.data.turn !== beforeRead.state.openTurn.turn)
+      problems.push(`the open turn ${beforeRead.state.openTurn.turn} was not closed as interrupted`);
   } else if (repairs.syntheticEvents.length > 0) {
     problems.push(`synthetic events appended with no open turn: ${synthetic.join(', ')}`);
   }
@@ -202,7 +203,10 @@ describe('crash test: SIGKILL a writer at random points', () => {
     // The crashed sessions were written by provider "crash", model "crash-1": serve that route with a script.
     const harness = await createHarness({
       dataDir: data.dir,
-      config: { defaults: { provider: 'crash', model: 'crash-1' }, plugins: [{ module: join(projectRoot, 'plugins/llm-scripted/index.ts'), config: { provider: 'crash', scripts: { 'crash-1': scriptPath } } }] },
+      config: {
+        defaults: { provider: 'crash', model: 'crash-1' },
+        plugins: [{ module: join(projectRoot, 'plugins/llm-scripted/index.ts'), config: { provider: 'crash', scripts: { 'crash-1': scriptPath } } }],
+      },
     });
     try {
       let resumed = 0;

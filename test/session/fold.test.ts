@@ -67,7 +67,7 @@ describe('the fold', () => {
       { callId: 'c1', name: 'read', arguments: '{}', turn: 1, step: 1, started: true, decision: 'allow' },
     ]);
     expect(state.pendingToolCalls).toEqual([]);
-    expect(state.messages.map((m) => m.content[0]!.type === 'text' ? (m.content[0] as { text: string }).text : m.content[0]!.type)).toEqual(['summary', 'done']);
+    expect(state.messages.map((m) => (m.content[0]!.type === 'text' ? (m.content[0] as { text: string }).text : m.content[0]!.type))).toEqual(['summary', 'done']);
     expect(state.usage).toEqual({ inputTokens: 15, outputTokens: 5, cacheReadTokens: 7 });
     expect(state.usage).not.toHaveProperty('cacheWriteTokens');
     expect(state.turnCount).toBe(1);
@@ -128,7 +128,9 @@ describe('the fold', () => {
 
   describe('plugin event types', () => {
     const disposers: (() => void)[] = [];
-    afterEach(() => disposers.splice(0).forEach((d) => d()));
+    afterEach(() => {
+      for (const d of disposers.splice(0)) d();
+    });
 
     it('a registered reducer folds its type; disposing it makes the type unknown again', () => {
       disposers.push(
@@ -145,7 +147,9 @@ describe('the fold', () => {
     });
 
     it('plugin reducers may change the surface through the surface or the draft; one-draft fold and step-by-step agree', () => {
-      disposers.push(registerEventType('acme/pin', { reduce: (_draft, event, surface) => surface.append(createUserMessage(`pin ${(event.data as unknown as { n: number }).n}`, { id: `pin-${event.seq}` })) }));
+      disposers.push(
+        registerEventType('acme/pin', { reduce: (_draft, event, surface) => surface.append(createUserMessage(`pin ${(event.data as unknown as { n: number }).n}`, { id: `pin-${event.seq}` })) }),
+      );
       disposers.push(
         registerEventType('acme/drop-first', {
           reduce: (draft) => {

@@ -25,7 +25,7 @@ beforeAll(() => {
   sessions = join(data.dir, 'sessions');
   const events = expectedEvents(TURNS);
   const lines = [JSON.stringify({ type: 'session', version: 1, id: 'source', createdAtMs: 1 })];
-  events.forEach((event, index) => lines.push(JSON.stringify({ seq: index + 1, type: event.type, atMs: 1000 + index, data: event.data })));
+  for (const [index, event] of events.entries()) lines.push(JSON.stringify({ seq: index + 1, type: event.type, atMs: 1000 + index, data: event.data }));
   lastSeq = events.length;
   mkdirSync(sessions, { recursive: true });
   writeFileSync(join(sessions, 'source.jsonl'), `${lines.join('\n')}\n`);
@@ -100,7 +100,10 @@ describe('a truncated fork (written in place by an older build)', () => {
   });
 
   it('is refused by openJournal (what --resume does) with JOURNAL_CORRUPT naming the file and the missing seqs', async () => {
-    const error = await openJournal(path).then(() => undefined, (e: unknown) => e);
+    const error = await openJournal(path).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(HarnessError.is(error) && error.code).toBe('JOURNAL_CORRUPT');
     expect((error as Error).message).toContain(path);
     expect((error as Error).message).toMatch(/truncated fork.*seq 1200.*seq 700/);

@@ -89,7 +89,7 @@ describe('import of DeepSeek Harness sessions', () => {
       }
     });
 
-    it("their sourceEventSeqs point at the right events of ours (record n = our seq n + 1)", () => {
+    it('their sourceEventSeqs point at the right events of ours (record n = our seq n + 1)', () => {
       const byRecord = new Map(rawRecords(path).map(({ number, record }) => [number, record]));
       for (const [number, record] of byRecord) {
         if (record.type === 'assistant/message' && record.sourceEventSeqs) {
@@ -141,7 +141,7 @@ describe('import of DeepSeek Harness sessions', () => {
     const chunks = maxTokens.events.filter((e): e is SessionEvent<'assistant/chunk'> => e.type === 'assistant/chunk').map((e) => e.data.chunk);
     const delta = chunks.find((c) => c.type === 'tool-call-delta')!;
     expect(delta).toEqual({ type: 'tool-call-delta', index: 1, id: 'call-cut', name: 'bash', arguments: '{"command":"echo demo > ' });
-    const finish = chunks.find((c) => c.type === 'finish' && c.finish.kind === 'max-tokens') as Extract<typeof chunks[number], { type: 'finish' }>;
+    const finish = chunks.find((c) => c.type === 'finish' && c.finish.kind === 'max-tokens') as Extract<(typeof chunks)[number], { type: 'finish' }>;
     expect(finish.replayState?.blocks).toHaveLength(2); // the finish chunk keeps the full envelope
     const message = maxTokens.events.find((e) => e.type === 'assistant/message') as SessionEvent<'assistant/message'>;
     expect(message.data.message.source.replayState?.blocks).toHaveLength(1); // the message keeps it pruned in lock-step
@@ -153,7 +153,9 @@ describe('import of DeepSeek Harness sessions', () => {
     expect(header.data.header.system).toBe('{{system}}');
     expect(toolTurn.header.cwd).toBe('{{cwd}}');
     const packed = await importDshSession(join(dshRoot, 'acp-agent/packed-chunks/session.jsonl'));
-    const toolDeltas = packed.events.flatMap((e) => (e.type === 'assistant/chunk' && (e as SessionEvent<'assistant/chunk'>).data.chunk.type === 'tool-call-delta' ? [(e as SessionEvent<'assistant/chunk'>).data.chunk] : []));
+    const toolDeltas = packed.events.flatMap((e) =>
+      e.type === 'assistant/chunk' && (e as SessionEvent<'assistant/chunk'>).data.chunk.type === 'tool-call-delta' ? [(e as SessionEvent<'assistant/chunk'>).data.chunk] : [],
+    );
     expect(toolDeltas.length).toBeGreaterThan(3);
     expect(toolDeltas.every((c) => c.type === 'tool-call-delta' && typeof c.id === 'string')).toBe(true);
     expect(toolDeltas.filter((c) => c.type === 'tool-call-delta' && c.name !== undefined)).toHaveLength(1);
@@ -164,10 +166,16 @@ describe('import of DeepSeek Harness sessions', () => {
     const end = cancel.events.find((e) => e.type === 'turn/end') as SessionEvent<'turn/end'>;
     expect(end.data).toMatchObject({ turn: 1, reason: 'aborted', dshReason: { kind: 'aborted', reason: { kind: 'user' } } });
     const results = cancel.events.filter((e) => e.type === 'tool/result') as SessionEvent<'tool/result'>[];
-    expect(results.map((r) => [r.data.callId, r.data.code])).toEqual([['call_wait', 'ABORTED'], ['call_skipped', 'ABORTED_BEFORE_DISPATCH']]);
+    expect(results.map((r) => [r.data.callId, r.data.code])).toEqual([
+      ['call_wait', 'ABORTED'],
+      ['call_skipped', 'ABORTED_BEFORE_DISPATCH'],
+    ]);
     const error = await importDshSession(join(dshRoot, 'acp-agent/error-finish/session.jsonl'));
     expect((error.events.find((e) => e.type === 'turn/end') as SessionEvent<'turn/end'>).data).toMatchObject({ reason: 'error', failure: { code: 'AUTH' } });
-    for (const [name, decision] of [['escalation-approved', 'allow'], ['escalation-rejected', 'deny']] as const) {
+    for (const [name, decision] of [
+      ['escalation-approved', 'allow'],
+      ['escalation-rejected', 'deny'],
+    ] as const) {
       const session = await importDshSession(join(dshRoot, `acp-agent/${name}/session.jsonl`));
       const decided = session.events.find((e) => e.type === 'approval/decided') as SessionEvent<'approval/decided'>;
       const call = session.events.find((e) => e.type === 'tool/call') as SessionEvent<'tool/call'>;

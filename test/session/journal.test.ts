@@ -18,12 +18,7 @@ import {
   type Diagnostic,
   type SessionJournal,
 } from '../../runtime/index.ts';
-import {
-  createJournal,
-  HookBus,
-  openJournal,
-  resolveSessionPath,
-} from '../../runtime/internal.ts';
+import { createJournal, HookBus, openJournal, resolveSessionPath } from '../../runtime/internal.ts';
 import { historyProblems, tempDataDir } from './support.ts';
 
 let data: ReturnType<typeof tempDataDir>;
@@ -79,7 +74,13 @@ async function completeTurn(journal: SessionJournal, turn: number, text = 'hi'):
   await journal.append('step/start', { turn, step: 2 });
   await journal.append('assistant/chunk', { turn, step: 2, chunk: { type: 'text-delta', index: 0, text: 'done' } });
   await journal.append('assistant/chunk', { turn, step: 2, chunk: { type: 'finish', finish: { kind: 'stop' } } });
-  await journal.append('assistant/message', { turn, step: 2, message: createAssistantMessage({ provider: 'p', model: 'm', content: 'done' }), finish: { kind: 'stop' }, usage: { inputTokens: 4, outputTokens: 1 } });
+  await journal.append('assistant/message', {
+    turn,
+    step: 2,
+    message: createAssistantMessage({ provider: 'p', model: 'm', content: 'done' }),
+    finish: { kind: 'stop' },
+    usage: { inputTokens: 4, outputTokens: 1 },
+  });
   await journal.append('step/end', { turn, step: 2 });
   await journal.append('turn/end', { turn, reason: 'completed' });
   await journal.checkpoint();
@@ -143,7 +144,17 @@ describe('the JSONL store', () => {
 
   it('rejects data that is not lossless JSON, naming the path, without using a seq', async () => {
     const journal = await newJournal();
-    const bad = { turn: 1, message: { ...createUserMessage('x'), content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }, { type: 'text', text: undefined }] } };
+    const bad = {
+      turn: 1,
+      message: {
+        ...createUserMessage('x'),
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b' },
+          { type: 'text', text: undefined },
+        ],
+      },
+    };
     expect(() => journal.append('user/message', bad as never)).toThrow(/data\.message\.content\[2\]\.text/);
     expect(() => journal.append('turn/start', { turn: Number.NaN })).toThrow(expect.objectContaining({ code: 'INVALID_EVENT_DATA' }));
     expect(() => journal.append('acme/thing' as never, {} as never)).toThrow(expect.objectContaining({ code: 'UNKNOWN_EVENT_TYPE' }));
@@ -247,7 +258,11 @@ describe('errors leave the file byte-identical', () => {
     await journal.close();
     const text = readFileSync(journal.path, 'utf8');
     writeFileSync(journal.path, `{}${text.slice(text.indexOf('\n'))}`);
-    await expectUntouched(journal.path, 'JOURNAL_HEADER', /emptyheader\.jsonl:1: line 1 is not a session header \(it needs "type":"session"\): this file is not a Harness journal, or its header line was damaged\./);
+    await expectUntouched(
+      journal.path,
+      'JOURNAL_HEADER',
+      /emptyheader\.jsonl:1: line 1 is not a session header \(it needs "type":"session"\): this file is not a Harness journal, or its header line was damaged\./,
+    );
   });
 
   it('a foreign version → JOURNAL_VERSION saying which version the file has and which this build reads', async () => {
@@ -353,7 +368,10 @@ describe('repair on open', () => {
     open.push(reopened);
     expect(repairs.syntheticEvents.map((e) => e.type)).toEqual(['assistant/message', 'step/end', 'turn/end']);
     const message = repairs.syntheticEvents[0]!.data as unknown as { message: { content: unknown[]; source: unknown }; interrupted: boolean; finish: { kind: string } };
-    expect(message.message.content).toEqual([{ type: 'reasoning', text: 'think' }, { type: 'text', text: 'partial' }]);
+    expect(message.message.content).toEqual([
+      { type: 'reasoning', text: 'think' },
+      { type: 'text', text: 'partial' },
+    ]);
     expect(message.message.source).toEqual({ kind: 'model', provider: 'p', model: 'm' });
     expect(message.interrupted).toBe(true);
     expect(message.finish.kind).toBe('aborted');

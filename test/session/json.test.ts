@@ -24,6 +24,7 @@ describe('lossless JSON validation', () => {
   it.each([
     ['undefined in an object', { message: { content: [{ type: 'text', text: 'a' }, {}, { type: 'text', text: undefined }] } }, 'data.message.content[2].text', /undefined/],
     ['undefined in an array', { list: [1, undefined] }, 'data.list[1]', /undefined/],
+    // biome-ignore lint/suspicious/noSparseArray: the hole is what this case tests
     ['a hole in an array', { list: [1, , 3] }, 'data.list[1]', /undefined/],
     ['NaN', { usage: { inputTokens: Number.NaN } }, 'data.usage.inputTokens', /NaN/],
     ['Infinity', { n: Infinity }, 'data.n', /Infinity/],

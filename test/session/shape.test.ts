@@ -51,7 +51,7 @@ beforeAll(() => {
     const at = events.findIndex((e, i) => i >= firstOfTurn2 && e.type === type);
     expect(at, type).toBeGreaterThan(0);
     const lines = [JSON.stringify({ type: 'session', version: 1, id, createdAtMs: 1 })];
-    events.forEach((event, i) => lines.push(JSON.stringify({ seq: i + 1, type: event.type, atMs: 1000 + i, data: i === at ? wrong : event.data })));
+    for (const [i, event] of events.entries()) lines.push(JSON.stringify({ seq: i + 1, type: event.type, atMs: 1000 + i, data: i === at ? wrong : event.data }));
     const path = join(dir, `${id}.jsonl`);
     writeFileSync(path, `${lines.join('\n')}\n`);
     cases.push({ path, line: at + 2, type });
@@ -76,9 +76,12 @@ describe('20 wrong-shape lines', () => {
       for (const [reader, run] of [
         ['openSession', () => openSession(path)],
         ['openJournal', () => openJournal(path)],
-        ['readJournal', async () => {
-          for await (const _ of readJournal(path));
-        }],
+        [
+          'readJournal',
+          async () => {
+            for await (const _ of readJournal(path));
+          },
+        ],
       ] as const) {
         const { code, message } = await codeOf(run);
         expect(code, `${reader} on a wrong ${type} (line ${line})`).toBe('JOURNAL_CORRUPT');

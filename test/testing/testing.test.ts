@@ -73,7 +73,12 @@ describe('the loopback provider server with a fixtures folder of its own', () =>
     process.env.HARNESS_TESTING_TEST_KEY = 'k';
     harness = await createTestHarness({
       defaults: { provider: 'fx', model: 'gpt-4o' },
-      plugins: [{ module: plugin('llm-openai'), config: { providers: { fx: { api: 'chat', compat: 'openai', baseURL: server.openaiBaseURL, apiKeyEnv: 'HARNESS_TESTING_TEST_KEY', models: [{ id: 'gpt-4o' }] } } } }],
+      plugins: [
+        {
+          module: plugin('llm-openai'),
+          config: { providers: { fx: { api: 'chat', compat: 'openai', baseURL: server.openaiBaseURL, apiKeyEnv: 'HARNESS_TESTING_TEST_KEY', models: [{ id: 'gpt-4o' }] } } },
+        },
+      ],
     });
     const turn = await runTurn(harness, 'hi');
     expect(turn.end.reason).toBe('completed');

@@ -108,15 +108,19 @@ describe('output cap', () => {
   it('exec_command printing 10 MB: the head is kept (exactly the cap), a marker says how much was cut, the exit code follows', async () => {
     let streamedCount = 0;
     let pieceCount = 0;
-    const outcome = await runTool(harness.ctx.tools.require('exec_command'), { command: `head -c ${TEN_MB} /dev/zero | tr '\\0' 'a'; exit 3` }, {
-      callId: 'big',
-      sessionId: 'session-1',
-      cwd: ws.dir,
-      onOutput: (piece) => {
-        streamedCount += piece.length;
-        pieceCount += 1;
+    const outcome = await runTool(
+      harness.ctx.tools.require('exec_command'),
+      { command: `head -c ${TEN_MB} /dev/zero | tr '\\0' 'a'; exit 3` },
+      {
+        callId: 'big',
+        sessionId: 'session-1',
+        cwd: ws.dir,
+        onOutput: (piece) => {
+          streamedCount += piece.length;
+          pieceCount += 1;
+        },
       },
-    });
+    );
     expect(streamedCount).toBe(TEN_MB); // everything was streamed live…
     expect(pieceCount).toBeGreaterThan(1);
     expect(outcome.isError).toBe(true);
@@ -211,14 +215,18 @@ describe('output cap', () => {
   });
 
   it('an onOutput observer that throws does not fail the tool', async () => {
-    const outcome = await runTool(harness.ctx.tools.require('exec_command'), { command: 'echo fine' }, {
-      callId: 'c',
-      sessionId: 's',
-      cwd: ws.dir,
-      onOutput: () => {
-        throw new Error('observer broke');
+    const outcome = await runTool(
+      harness.ctx.tools.require('exec_command'),
+      { command: 'echo fine' },
+      {
+        callId: 'c',
+        sessionId: 's',
+        cwd: ws.dir,
+        onOutput: () => {
+          throw new Error('observer broke');
+        },
       },
-    });
+    );
     expect([outcome.isError, text(outcome)]).toEqual([false, 'fine\n\n[exit code: 0]']);
   });
 });
@@ -331,8 +339,7 @@ describe('priority: user abort > timeout > throw > the tool’s own report', () 
       input: z.object({}),
       permission: 'read',
       timeoutMs: 50,
-      execute: (_input, context) =>
-        new Promise<string>((_resolve, reject) => context.signal.addEventListener('abort', () => reject(new HarnessError('CLEANUP_FAILED', 'could not clean up')))),
+      execute: (_input, context) => new Promise<string>((_resolve, reject) => context.signal.addEventListener('abort', () => reject(new HarnessError('CLEANUP_FAILED', 'could not clean up')))),
     });
     expect((await runWith(thrower, {}, options())).code).toBe('TIMEOUT');
   });

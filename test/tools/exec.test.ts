@@ -149,7 +149,11 @@ describe('exec_command process group', () => {
     await own.dispose();
     expect(own.ctx.tools.has('exec_command')).toBe(false);
     const outcome = await pending;
-    expect(text(outcome)).toBe(`${pidsIn(outputs).map((pid) => `pid:${pid}\n`).join('')}done\n\n[exit code: 0]`);
+    expect(text(outcome)).toBe(
+      `${pidsIn(outputs)
+        .map((pid) => `pid:${pid}\n`)
+        .join('')}done\n\n[exit code: 0]`,
+    );
   });
 
   it('commands still running when the harness process exits are killed with it', async () => {
@@ -200,14 +204,39 @@ describe('exec_command process group', () => {
     expect(await waitFor(() => pids.every((pid) => !isRunning(pid)), 5000), `still running: ${pids.filter(isRunning).join(', ')}`).toBe(true);
   });
 
-  it('by default a command gets a clean environment: the passEnv allow-list and env, never the harness\'s API keys', async () => {
+  it("by default a command gets a clean environment: the passEnv allow-list and env, never the harness's API keys", async () => {
     process.env.HARNESS_TOOLS_TEST_SECRET = 'inherited';
     process.env.OPENAI_API_KEY = 'sk-exec-test-sentinel-0001';
     const inherit = await loadTools({ exec: { inheritEnv: true, env: { ONLY: 'this' } } });
     try {
       const command = 'echo "${HARNESS_TOOLS_TEST_SECRET:-unset} ${OPENAI_API_KEY:-nokey} $HARNESS_TEST_VAR PATH=${PATH:+set} HOME=${HOME:+set}"';
       expect(text(await call(harness, 'exec_command', { command }, { cwd: ws.dir }))).toBe('unset nokey from-config PATH=set HOME=set\n\n[exit code: 0]');
-      expect(text(await call(harness, 'exec_command', { command: 'env | cut -d= -f1 | sort' }, { cwd: ws.dir })).split('\n').filter((l) => /^[A-Z_]+$/.test(l) && l !== 'PWD' && l !== 'SHLVL' && l !== '_').every((name) => ['HARNESS_TEST_VAR', 'PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'LC_ALL', 'LC_CTYPE', 'LC_MESSAGES', 'TERM', 'COLORTERM', 'NO_COLOR', 'TZ', 'TMPDIR', 'OLDPWD'].includes(name))).toBe(true);
+      expect(
+        text(await call(harness, 'exec_command', { command: 'env | cut -d= -f1 | sort' }, { cwd: ws.dir }))
+          .split('\n')
+          .filter((l) => /^[A-Z_]+$/.test(l) && l !== 'PWD' && l !== 'SHLVL' && l !== '_')
+          .every((name) =>
+            [
+              'HARNESS_TEST_VAR',
+              'PATH',
+              'HOME',
+              'USER',
+              'LOGNAME',
+              'SHELL',
+              'LANG',
+              'LANGUAGE',
+              'LC_ALL',
+              'LC_CTYPE',
+              'LC_MESSAGES',
+              'TERM',
+              'COLORTERM',
+              'NO_COLOR',
+              'TZ',
+              'TMPDIR',
+              'OLDPWD',
+            ].includes(name),
+          ),
+      ).toBe(true);
       // inheritEnv: true opts into the whole environment.
       expect(text(await call(inherit, 'exec_command', { command: 'echo "${HARNESS_TOOLS_TEST_SECRET:-unset} $ONLY"' }, { cwd: ws.dir }))).toBe('inherited this\n\n[exit code: 0]');
     } finally {

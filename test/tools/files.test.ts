@@ -20,7 +20,7 @@ beforeEach(() => {
 afterEach(() => ws.cleanup());
 
 const run = (name: string, args: unknown) => call(harness, name, args, { cwd: ws.dir });
-const lines = (count: number) => Array.from({ length: count }, (_, i) => `line ${i + 1}`).join('\n') + '\n';
+const lines = (count: number) => `${Array.from({ length: count }, (_, i) => `line ${i + 1}`).join('\n')}\n`;
 
 describe('read_file', () => {
   it('returns numbered lines and an end-of-file footer', async () => {
@@ -32,18 +32,14 @@ describe('read_file', () => {
 
   it('reads a window with offset and limit, and says how to read on', async () => {
     ws.write('many.txt', lines(12));
-    expect(text(await run('read_file', { path: 'many.txt', offset: 9, limit: 2 }))).toBe(
-      ' 9\tline 9\n10\tline 10\n[lines 9-10 of 12; to read more, call read_file with offset=11]',
-    );
+    expect(text(await run('read_file', { path: 'many.txt', offset: 9, limit: 2 }))).toBe(' 9\tline 9\n10\tline 10\n[lines 9-10 of 12; to read more, call read_file with offset=11]');
     // the default window is the configured defaultLimit (5)
-    expect(text(await run('read_file', { path: 'many.txt' }))).toBe(
-      '1\tline 1\n2\tline 2\n3\tline 3\n4\tline 4\n5\tline 5\n[lines 1-5 of 12; to read more, call read_file with offset=6]',
-    );
+    expect(text(await run('read_file', { path: 'many.txt' }))).toBe('1\tline 1\n2\tline 2\n3\tline 3\n4\tline 4\n5\tline 5\n[lines 1-5 of 12; to read more, call read_file with offset=6]');
     expect(text(await run('read_file', { path: 'many.txt', offset: 11, limit: 50 }))).toBe('11\tline 11\n12\tline 12\n[lines 11-12 of 12; end of file]');
   });
 
   it('counts a last line without a newline, strips CR, and cuts over-long lines', async () => {
-    ws.write('crlf.txt', 'one\r\ntwo\r\n' + 'x'.repeat(25));
+    ws.write('crlf.txt', `one\r\ntwo\r\n${'x'.repeat(25)}`);
     expect(text(await run('read_file', { path: 'crlf.txt' }))).toBe(
       `1\tone\n2\ttwo\n3\t${'x'.repeat(20)}… [line cut at 20 characters]\n[lines 1-3 of 3; end of file]\n[1 line longer than 20 characters was cut]`,
     );
@@ -74,7 +70,7 @@ describe('read_file', () => {
   });
 
   it('refuses a NUL byte that appears inside the window, past the sniffed head', async () => {
-    ws.write('late.bin', 'a\n'.repeat(10_000) + 'b\0c\n');
+    ws.write('late.bin', `${'a\n'.repeat(10_000)}b\0c\n`);
     const outcome = await run('read_file', { path: 'late.bin', offset: 10_001 });
     expect(outcome.code).toBe('BINARY_FILE');
   });
@@ -91,7 +87,7 @@ describe('read_file', () => {
     const small = await loadTools({ read: { maxBytes: 100, defaultLimit: 1000 } });
     try {
       // 2,000 lines of 10 bytes ("line 0001\n"): 20,000 bytes, more than 3 chunks of the byte cap.
-      const body = Array.from({ length: 2000 }, (_, i) => `line ${String(i + 1).padStart(4, '0')}`).join('\n') + '\n';
+      const body = `${Array.from({ length: 2000 }, (_, i) => `line ${String(i + 1).padStart(4, '0')}`).join('\n')}\n`;
       ws.write('big.txt', body);
       const outcome = await call(small, 'read_file', { path: 'big.txt', offset: 1000 }, { cwd: ws.dir });
       const shown = text(outcome).split('\n');
@@ -175,18 +171,9 @@ describe('edit_file', () => {
     const outcome = await run('edit_file', { path: 'code.ts', old_string: 'const b = 2;', new_string: 'const b = 20;\nconst bb = 21;' });
     expect(outcome.isError).toBe(false);
     expect(text(outcome)).toBe(
-      [
-        'Edited code.ts: replaced 1 occurrence.',
-        '--- a/code.ts',
-        '+++ b/code.ts',
-        '@@ -1,3 +1,4 @@',
-        ' const a = 1;',
-        '-const b = 2;',
-        '+const b = 20;',
-        '+const bb = 21;',
-        ' const c = 3;',
-        '',
-      ].join('\n'),
+      ['Edited code.ts: replaced 1 occurrence.', '--- a/code.ts', '+++ b/code.ts', '@@ -1,3 +1,4 @@', ' const a = 1;', '-const b = 2;', '+const b = 20;', '+const bb = 21;', ' const c = 3;', ''].join(
+        '\n',
+      ),
     );
     expect(ws.read('code.ts')).toBe('const a = 1;\nconst b = 20;\nconst bb = 21;\nconst c = 3;\n');
     expect(readdirSync(ws.dir)).toEqual(['code.ts']);

@@ -39,22 +39,9 @@ describe('list_dir', () => {
 
   it('descends to the asked depth, not expanding .git and node_modules', async () => {
     expect(text(await run('list_dir', { depth: 2 }))).toBe(
-      [
-        '.git/ (not expanded)',
-        '.hidden',
-        'README.md',
-        'assets/',
-        'assets/logo.bin',
-        'main-link.ts@ -> src/main.ts',
-        'node_modules/ (not expanded)',
-        'src/',
-        'src/lib/',
-        'src/main.ts',
-      ].join('\n'),
+      ['.git/ (not expanded)', '.hidden', 'README.md', 'assets/', 'assets/logo.bin', 'main-link.ts@ -> src/main.ts', 'node_modules/ (not expanded)', 'src/', 'src/lib/', 'src/main.ts'].join('\n'),
     );
-    expect(text(await run('list_dir', { path: 'src', depth: 5 }))).toBe(
-      ['src/lib/', 'src/lib/deep/', 'src/lib/deep/x/', 'src/lib/deep/x/y.txt', 'src/lib/helper.ts', 'src/main.ts'].join('\n'),
-    );
+    expect(text(await run('list_dir', { path: 'src', depth: 5 }))).toBe(['src/lib/', 'src/lib/deep/', 'src/lib/deep/x/', 'src/lib/deep/x/y.txt', 'src/lib/helper.ts', 'src/main.ts'].join('\n'));
   });
 
   it('expands ignored directories when asked', async () => {

@@ -20,7 +20,7 @@ export default function overflow(context: ScriptContext): ScriptReply {
     return { text: `Summary of: ${prompts.slice(0, -1).join(' | ')}` };
   }
   const compacted = context.messages.some((m) => m.source.kind === 'plugin' && m.source.plugin === 'compaction');
-  if (context.prompt.includes('overflow') && !compacted) return { error: { code: 'CONTEXT_WINDOW_EXCEEDED', message: 'This request is longer than the model\'s context window.' } };
+  if (context.prompt.includes('overflow') && !compacted) return { error: { code: 'CONTEXT_WINDOW_EXCEEDED', message: "This request is longer than the model's context window." } };
   const named = /^call (\w+)/.exec(context.prompt);
   if (named && context.step === 1) return { toolCalls: [{ name: named[1]!, id: `call-${named[1]}`, arguments: {} }] };
   const key = context.prompt.replace(/[^a-z0-9]+/gi, '-');
