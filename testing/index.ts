@@ -10,12 +10,12 @@
  * import { createTestHarness, runTurn } from 'harness-runtime/testing';
  * const harness = await createTestHarness({ script: [{ toolCalls: [{ name: 'greet', arguments: { name: 'Ada' } }] }, { text: 'Done.' }], plugins: [{ plugin: greeter }] });
  * const turn = await runTurn(harness, 'Greet Ada');
- * turn.answer;       // 'Done.'
+ * turn.text;       // 'Done.'
  * await harness.dispose();
  * ```
  */
 export { compileTestScript, scriptedModel, type ScriptedModelOptions, type TestScript } from './scripted.ts';
-export { allowAll, createTestHarness, runTurn, type TestHarness, type TestHarnessOptions, type TurnResult } from './turn.ts';
+export { allowAll, createTestHarness, runTurn, type TestHarness, type TestHarnessOptions, type TurnRecord } from './turn.ts';
 export {
   fixturePath,
   fixtureToSse,

@@ -85,12 +85,16 @@ export async function createTestHarness(options: TestHarnessOptions = {}): Promi
   });
 }
 
-/** What one turn did. */
-export interface TurnResult {
+/**
+ * What one turn did, as {@link runTurn} records it. Unlike `TurnResult` (what `session.prompt()`
+ * returns, and throws instead of returning for a failed turn), a record is made for every turn, failed
+ * or aborted ones too, and keeps all of the turn's events for assertions.
+ */
+export interface TurnRecord {
   /** Every event of the turn, in journal order. */
   readonly events: readonly AnySessionEvent[];
-  /** The text of the turn's last assistant message ('' when it had none). */
-  readonly answer: string;
+  /** The text blocks of the turn's last assistant message, concatenated ('' when it had none): `TurnResult.text`. */
+  readonly text: string;
   /** The turn's last assistant message, if any. */
   readonly message?: AssistantMessage;
   /** How the turn ended (`reason`: completed, aborted, error, max-tokens; `failure` on error). */
@@ -112,7 +116,7 @@ export const allowAll: ApproveFn = () => 'allow';
  * says otherwise.
  * @throws HarnessError `SESSION_BUSY`; a turn that fails is NOT thrown: see `end.reason` / `end.failure`.
  */
-export async function runTurn(target: Harness | AgentSession, input: RunInput, options: RunOptions = {}): Promise<TurnResult> {
+export async function runTurn(target: Harness | AgentSession, input: RunInput, options: RunOptions = {}): Promise<TurnRecord> {
   const session = 'createSession' in target ? await target.createSession() : target;
   const events: AnySessionEvent[] = [];
   for await (const event of session.run(input, { approve: allowAll, ...options })) events.push(event);
@@ -131,5 +135,5 @@ export async function runTurn(target: Harness | AgentSession, input: RunInput, o
     } else if (event.type === 'turn/end') end = event.data as SessionEvent<'turn/end'>['data'];
   }
   if (end === undefined) throw new Error('runTurn: the turn yielded no turn/end event');
-  return { events, answer: message ? messageText(message) : '', ...(message ? { message } : {}), end, toolCalls, usage: usage as TokenUsage, session };
+  return { events, text: message ? messageText(message) : '', ...(message ? { message } : {}), end, toolCalls, usage: usage as TokenUsage, session };
 }

@@ -84,7 +84,7 @@ test('the model calls word_count and answers with its result', async () => {
     const turn = await runTurn(harness, 'How many words?');
     assert.equal(turn.end.reason, 'completed');
     assert.deepEqual(turn.toolCalls, [{ name: 'word_count', arguments: '{"text":"the quick brown fox"}' }]);
-    assert.equal(turn.answer, 'It has 4 words.');
+    assert.equal(turn.text, 'It has 4 words.');
   } finally {
     await harness.dispose();
   }

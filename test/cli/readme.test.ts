@@ -22,7 +22,7 @@ describe('README', { timeout: 120_000 }, () => {
     expect(block).toBeDefined();
     const dir = join(scratch, 'plugins/stream-logger');
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'index.ts'), block!.replace("'../../runtime/index.ts'", JSON.stringify(join(projectRoot, 'runtime/index.ts'))));
+    writeFileSync(join(dir, 'index.ts'), block!.replace("'harness-runtime'", JSON.stringify(join(projectRoot, 'runtime/index.ts'))));
     const h = await createHarness({
       config: {
         defaults: { provider: 'scripted', model: 'scripted-default' },

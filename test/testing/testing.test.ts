@@ -36,7 +36,7 @@ describe('createTestHarness + runTurn on the scripted model', () => {
     });
     const turn = await runTurn(harness, 'Greet Ada');
     expect(turn.end.reason).toBe('completed');
-    expect(turn.answer).toBe('The tool said: Hi, Ada!');
+    expect(turn.text).toBe('The tool said: Hi, Ada!');
     expect(turn.toolCalls).toEqual([{ name: 'greet', arguments: '{"name":"Ada"}' }]);
     expect(turn.usage.outputTokens).toBeGreaterThan(0);
     expect(turn.session.path.startsWith(harness.dir)).toBe(true);
@@ -47,11 +47,11 @@ describe('createTestHarness + runTurn on the scripted model', () => {
 
   it('takes a reply list (one per step, the last repeating) and a JSON rule list', async () => {
     harness = await createTestHarness({ script: [{ text: 'first' }] });
-    expect((await runTurn(harness, 'x')).answer).toBe('first');
+    expect((await runTurn(harness, 'x')).text).toBe('first');
     await harness.dispose();
     harness = await createTestHarness({ script: { replies: [{ when: { userIncludes: 'ping' }, reply: { text: 'pong' } }, { reply: { text: '?' } }] } });
-    expect((await runTurn(harness, 'ping please')).answer).toBe('pong');
-    expect((await runTurn(harness, 'other')).answer).toBe('?');
+    expect((await runTurn(harness, 'ping please')).text).toBe('pong');
+    expect((await runTurn(harness, 'other')).text).toBe('?');
   });
 
   it('removes its temporary folder on dispose, and rejects a malformed script with INVALID_SCRIPT', async () => {
@@ -82,7 +82,7 @@ describe('the loopback provider server with a fixtures folder of its own', () =>
     });
     const turn = await runTurn(harness, 'hi');
     expect(turn.end.reason).toBe('completed');
-    expect(turn.answer.length).toBeGreaterThan(0);
+    expect(turn.text.length).toBeGreaterThan(0);
     expect(server.requests[0]!.path).toBe('/v1/chat/completions');
     expect(server.requests[0]!.headers.authorization).toBe('Bearer k');
   });
