@@ -18,16 +18,21 @@
  *   `tool_calls`/`function_call` → tool-calls, `length` → max-tokens, `content_filter` → error
  *   `CONTENT_FILTER`, DeepSeek's `insufficient_system_resource` → error `SERVER`; a `stop` with no
  *   text, no refusal and no tool call (reasoning alone does not count) → error `EMPTY_RESPONSE`
- *   (DeepSeek's rule, applied to every chat route); a body that ends without any finish_reason →
+ *   (DeepSeek's rule, applied to every chat route); a body that ends with `data: [DONE]` but no
+ *   finish_reason (some gateways) → as `stop`, with the usage it had; a body that ends with neither →
  *   error `TRANSPORT`. The stream is read to its end after the finish_reason: usage may follow.
+ * - Several choices (`n > 1`; chunks interleaved by `choices[].index`): only choice 0 is the message,
+ *   the others are ignored (the request never asks for more than one).
  * - Usage (last non-null `usage`, else `x_groq.usage`), normalised: `inputTokens` = DeepSeek's
  *   `prompt_cache_miss_tokens`, else `prompt_tokens − cached_tokens`; `cacheReadTokens` =
  *   `prompt_cache_hit_tokens`, else `prompt_tokens_details.cached_tokens`; `outputTokens` =
  *   `completion_tokens`, plus `reasoning_tokens` when the server's completion count excludes reasoning
  *   (compat `xai`, or detected: prompt + completion + reasoning = total); `reasoningTokens` =
  *   `completion_tokens_details.reasoning_tokens`. Unreported counts are absent; a reported 0 stays 0.
- * - Mid-stream `error` objects (e.g. Groq `event: error`): the SDK throws; mapped by provider code
- *   (`tool_use_failed` → `MALFORMED_RESPONSE`), see transport.ts. Partial text/reasoning stays.
+ * - Mid-stream `error` objects (e.g. Groq `event: error`, `data: {"error": …}`): the last chunk
+ *   (chat-events.ts); its `usage`, if any, is kept, then `finish{error}` classified like an HTTP error
+ *   (transport.ts: `status_code`, or a numeric `error.code`, is the status; `tool_use_failed` →
+ *   `MALFORMED_RESPONSE`). Partial text/reasoning stays; open tool calls are dropped.
  *
  * Replay envelope: `{ response: { kind: 'openai-chat', version: 1, id?, model?, finishReason? },
  * blocks: [...] }` with one entry per emitted block: `{ field: 'reasoning_content' | 'reasoning' }` for a
@@ -45,7 +50,7 @@
  * `temperature`, `stop` passed through; tools → `{ type: 'function', function: { name, description,
  * parameters } }` with the JSON Schema as is.
  */
-import type OpenAI from 'openai';
+import OpenAI from 'openai';
 import {
   LlmError,
   type AssistantMessage,
@@ -59,9 +64,10 @@ import {
   type TokenUsage,
   type ToolResultBlock,
 } from '../../runtime/index.ts';
+import { CHAT_DONE, ChatEventStream } from './chat-events.ts';
 import type { OpenAIRoute } from './config.ts';
 import { acceptsModality, contentFilterError, emptyResponseError, mediaUrl, missingFinishError, omittedMedia, OpenAIAdapterBase, syntheticCallId } from './shared.ts';
-import { pumpStream } from './transport.ts';
+import { mapSdkError, pumpStream } from './transport.ts';
 
 export const CHAT_REPLAY_FORMAT = Object.freeze({ kind: 'openai-chat', version: 1 });
 
@@ -93,7 +99,7 @@ export class OpenAIChatAdapter extends OpenAIAdapterBase {
     const route = this.route(options.provider);
     const client = this.clients.get(route);
     const body = buildChatRequest(route, options) as unknown as OpenAI.ChatCompletionCreateParamsStreaming;
-    return pumpStream<ChatChunk>(route, options.signal, (signal) => client.chat.completions.create(body, { signal }), new ChatStreamState(route));
+    return pumpStream<ChatEvent>(route, options.signal, (signal) => client.chat.completions.create(body, { signal, __streamClass: ChatEventStream }), new ChatStreamState(route));
   }
 
   override validateReplayState(envelope: ReplayEnvelope, message: AssistantMessage): string | undefined {
@@ -115,10 +121,21 @@ export class OpenAIChatAdapter extends OpenAIAdapterBase {
 interface ChatChunk {
   id?: string;
   model?: string;
-  choices?: { index?: number; delta?: ChatDelta | null; finish_reason?: string | null }[] | null;
+  choices?: ChatChoice[] | null;
   usage?: ChatUsage | null;
   x_groq?: { usage?: ChatUsage | null } | null;
+  /** A mid-stream error object (see chat-events.ts): the stream's last chunk. */
+  error?: unknown;
 }
+
+interface ChatChoice {
+  index?: number;
+  delta?: ChatDelta | null;
+  finish_reason?: string | null;
+}
+
+/** What the event stream yields (chat-events.ts): chunks, and `[DONE]`. */
+type ChatEvent = ChatChunk | typeof CHAT_DONE;
 
 interface ChatDelta {
   content?: string | null;
@@ -160,7 +177,7 @@ const FLOW_REFUSAL = 2;
 const FLOW_REASONING = 3;
 
 /** Turns chat chunks into stream chunks; `push` appends to `out`, which the caller drains. */
-export class ChatStreamState implements StreamParser<ChatChunk> {
+export class ChatStreamState implements StreamParser<ChatEvent> {
   readonly out: StreamChunk[] = [];
   private nextBlock = 0;
   private flow = FLOW_NONE;
@@ -175,17 +192,30 @@ export class ChatStreamState implements StreamParser<ChatChunk> {
   private usage: ChatUsage | undefined;
   private id: string | undefined;
   private model: string | undefined;
+  /** `data: [DONE]` came: the stream ended on purpose, finish_reason or not. */
+  private doneSeen = false;
+  /** A mid-stream error chunk: the finish is this failure (after the usage it carried). */
+  private streamError: LlmError | undefined;
 
   constructor(private readonly route: OpenAIRoute) {}
 
-  push(chunk: ChatChunk): void {
+  push(event: ChatEvent): void {
+    if (event === CHAT_DONE) {
+      this.doneSeen = true;
+      return;
+    }
+    const chunk = event;
     if (this.id === undefined && chunk.id) this.id = chunk.id;
     if (this.model === undefined && chunk.model) this.model = chunk.model;
     const usage = chunk.usage ?? chunk.x_groq?.usage;
     if (usage) this.usage = usage;
-    const choices = chunk.choices;
-    if (!choices || choices.length === 0) return;
-    const choice = choices[0]!;
+    if (chunk.error) {
+      // What the SDK would have thrown, classified the same way (status from status_code or a numeric code).
+      this.streamError = mapSdkError(new OpenAI.APIError(undefined, chunk.error as object, undefined, undefined), this.route.provider, this.route.baseURL);
+      return;
+    }
+    const choice = firstChoice(chunk.choices);
+    if (choice === undefined) return;
     const delta = choice.delta;
     if (delta) {
       const reasoning = delta.reasoning_content;
@@ -273,11 +303,23 @@ export class ChatStreamState implements StreamParser<ChatChunk> {
     }
   }
 
-  /** Closes the open blocks and appends usage and the terminal finish. @throws LlmError `TRANSPORT` without any finish_reason. */
+  /**
+   * Closes the open blocks and appends usage and the terminal finish: the error of an error chunk;
+   * `stop` when `[DONE]` came without any finish_reason (a gateway that never sends one).
+   * @throws LlmError `TRANSPORT` when the body ended with neither a finish_reason nor `[DONE]`.
+   */
   finish(): void {
     this.closeFlow();
-    const reason = this.finishReason;
-    if (reason === undefined) throw missingFinishError(this.route.provider);
+    if (this.streamError !== undefined) {
+      // Open tool calls are left open (their arguments may be cut): the assembler drops them.
+      if (this.usage !== undefined) this.out.push({ type: 'usage', usage: normalizeChatUsage(this.usage, this.route.compat) });
+      return this.fail(this.streamError.failure);
+    }
+    let reason = this.finishReason;
+    if (reason === undefined) {
+      if (!this.doneSeen) throw missingFinishError(this.route.provider);
+      reason = 'stop';
+    }
     if (reason !== 'length') {
       for (const tool of this.tools) {
         if (tool.id === '') {
@@ -327,6 +369,19 @@ export class ChatStreamState implements StreamParser<ChatChunk> {
   private fail(failure: LlmFailure): void {
     this.out.push({ type: 'finish', finish: { kind: 'error', failure } });
   }
+}
+
+/**
+ * The choice that is the assistant message: index 0 (or a choice without an index). A server that
+ * streams several choices (`n > 1`, chunks interleaved by `choices[].index`) has the others ignored.
+ */
+function firstChoice(choices: readonly ChatChoice[] | null | undefined): ChatChoice | undefined {
+  if (!choices) return undefined;
+  for (let i = 0; i < choices.length; i++) {
+    const choice = choices[i]!;
+    if (choice.index === undefined || choice.index === 0) return choice;
+  }
+  return undefined;
 }
 
 /** Chat usage → TokenUsage (see the module docstring). */

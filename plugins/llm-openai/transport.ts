@@ -3,8 +3,8 @@
  * failures, and the mapping of OpenAI / OpenAI-compatible HTTP failures to `LlmError` codes. The
  * SDK-neutral parts (idle timeout, abort, network and parse failures) are the runtime's adapter kit.
  *
- * API errors (an HTTP status, or a mid-stream `error` object with no status) are classified by
- * status and provider codes only — message text is never inspected: see {@link classifyProviderError}.
+ * API errors (an HTTP status, or a mid-stream `error` object with no status: its `status_code` or a
+ * numeric `code` is read as the status) are classified by status and provider codes only — message text is never inspected: see {@link classifyProviderError}.
  * Failures carry `details: { status?, providerCode?, providerType?, providerRetryAfterMs?, provider }`.
  */
 import OpenAI from 'openai';
@@ -18,7 +18,9 @@ export function mapSdkError(error: unknown, provider: string, baseURL?: string):
 
 function mapApiError(error: InstanceType<typeof OpenAI.APIError>, provider: string): LlmError {
   const inner = (error.error ?? undefined) as { code?: unknown; type?: unknown; status_code?: unknown; message?: unknown } | undefined;
-  const status = typeof error.status === 'number' ? error.status : typeof inner?.status_code === 'number' ? inner.status_code : undefined;
+  // A numeric `code` (OpenRouter and other gateways: `{"error":{"code":429,…}}`) is an HTTP status, not a provider code.
+  const numericCode = [error.code, inner?.code].find((code): code is number => typeof code === 'number' && Number.isInteger(code) && code >= 100 && code <= 599);
+  const status = typeof error.status === 'number' ? error.status : typeof inner?.status_code === 'number' ? inner.status_code : numericCode;
   const providerCode = typeof error.code === 'string' ? error.code : typeof inner?.code === 'string' ? inner.code : undefined;
   const providerType = typeof error.type === 'string' ? error.type : typeof inner?.type === 'string' ? inner.type : undefined;
   const code = classifyProviderError({ status, providerCode, providerType });

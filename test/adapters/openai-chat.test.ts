@@ -262,6 +262,67 @@ describe('chat parse quirks beyond the recordings', () => {
     expect(filtered.result.content).toEqual([{ type: 'text', text: 'Some' }]);
   });
 
+  it('n > 1: chunks interleaved by choices[].index — only choice 0 is the message, its finish_reason counts', async () => {
+    const choice = (index: number, d: unknown, finish: string | null = null) => ({ index, delta: d, finish_reason: finish });
+    rig.server.enqueue({
+      body:
+        frame([choice(0, { role: 'assistant', content: '' }), choice(1, { role: 'assistant', content: '' })]) +
+        frame([choice(1, { content: 'Second ' })]) +
+        frame([choice(0, { content: 'First ' })]) +
+        frame([choice(1, { tool_calls: [{ index: 0, id: 'c9', function: { name: 'other', arguments: '{}' } }] })]) +
+        frame([choice(0, { content: 'answer.' })]) +
+        frame([choice(1, { content: 'answer.' })]) +
+        frame([choice(1, {}, 'tool_calls')]) +
+        frame([choice(0, {}, 'stop')]) +
+        frame([], { usage: { prompt_tokens: 9, completion_tokens: 8, total_tokens: 17 } }) +
+        'data: [DONE]\n\n',
+    });
+    const { result, chunks } = await run(rig.harness, { provider: 'compat', model: 'm' });
+    checkBlockProtocol(chunks);
+    expect(result.content).toEqual([{ type: 'text', text: 'First answer.' }]);
+    expect(result.finish).toEqual({ kind: 'stop' });
+    expect(result.usage).toEqual({ inputTokens: 9, outputTokens: 8 });
+  });
+
+  it('[DONE] after content without any finish_reason: finished, stop, with its usage', async () => {
+    rig.server.enqueue({
+      body:
+        frame([{ index: 0, delta: { role: 'assistant', content: 'Hello' } }]) +
+        frame([{ index: 0, delta: { content: ' there' } }]) +
+        frame([], { usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } }) +
+        'data: [DONE]\n\n',
+    });
+    const done = await run(rig.harness, { provider: 'compat', model: 'm' });
+    checkBlockProtocol(done.chunks);
+    expect(done.result.content).toEqual([{ type: 'text', text: 'Hello there' }]);
+    expect(done.result.finish).toEqual({ kind: 'stop' });
+    expect(done.result.usage).toEqual({ inputTokens: 4, outputTokens: 2 });
+    // The same body without [DONE] did not finish: TRANSPORT (below).
+  });
+
+  it('a mid-stream error chunk keeps the usage it carries; a numeric error.code is the status', async () => {
+    rig.server.enqueue({
+      body:
+        frame([delta({ role: 'assistant', content: 'Partial' })]) +
+        frame([delta({ tool_calls: [{ index: 0, id: 'c1', function: { name: 'one', arguments: '{"a":' } }] })]) +
+        `data: ${JSON.stringify({ error: { message: 'Upstream provider failed', code: 502 }, usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 } })}\n\n`,
+    });
+    const { result, chunks } = await run(rig.harness, { provider: 'compat', model: 'm' });
+    checkBlockProtocol(chunks);
+    expect(finishOf(chunks).finish.kind).toBe('error');
+    expect(failureOf(result)).toMatchObject({ code: 'SERVER', status: 502 });
+    expect(failureOf(result).message).toContain('Upstream provider failed');
+    expect(result.usage).toEqual({ inputTokens: 12, outputTokens: 3 });
+    expect(result.content).toEqual([{ type: 'text', text: 'Partial' }]);
+    expect(toolCallsOf(result)).toEqual([]);
+
+    rig.server.enqueue({ body: `${frame([delta({ content: 'x' })])}data: ${JSON.stringify({ error: { message: 'Rate limit exceeded: free-models-per-min', code: 429 } })}\n\n` });
+    const limited = await run(rig.harness, { provider: 'compat', model: 'm' });
+    expect(failureOf(limited.result)).toMatchObject({ code: 'RATE_LIMIT', status: 429 });
+    expect(limited.result.usage).toBeUndefined();
+    expect(limited.chunks.some((c) => c.type === 'usage')).toBe(false);
+  });
+
   it('a body that ends cleanly without a finish_reason is TRANSPORT', async () => {
     const frames = splitSseFrames(readFixture('openai-chat/single-tool-call-get-weather.sse'));
     rig.server.enqueue({ body: frames.slice(0, 4).join('') });
