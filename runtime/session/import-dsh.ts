@@ -61,9 +61,18 @@ export interface DshImport {
   /** Our events, seq from 1 (= their record number + 1). Deep-frozen. */
   readonly events: readonly AnySessionEvent[];
   readonly assemblerMismatches: readonly AssemblerMismatch[];
-  /** Things the import could map only approximately. */
+  /** Things the import could map only approximately (a torn last line among them). */
   readonly warnings: readonly string[];
+  /**
+   * The file's last line was torn (no newline, not JSON: the writer died mid-line): it was left out
+   * and everything before it imported, as our own reader does with a journal's torn tail.
+   * `line` is its 1-based line number, `byteCount` its length in bytes.
+   */
+  readonly tornTail?: { readonly line: number; readonly byteCount: number };
 }
+
+/** The DeepSeek Harness session format version this import reads. */
+export const DSH_FORMAT_VERSION = 0;
 
 interface DshRecord {
   type: string;
@@ -125,8 +134,9 @@ export async function importDshSession(path: string, options: { now?: () => numb
   };
 
   let lineNumber = 0;
+  let tornTail: { line: number; byteCount: number } | undefined;
   try {
-    for await (const lines of lineBatches(file)) {
+    reading: for await (const lines of lineBatches(file)) {
       for (const line of lines) {
         lineNumber = line.lineNumber;
         if (line.text.trim() === '' && !line.terminated) continue;
@@ -134,17 +144,20 @@ export async function importDshSession(path: string, options: { now?: () => numb
         try {
           record = JSON.parse(line.text) as DshRecord;
         } catch (error) {
+          // Only the unterminated last line can be torn (its writer died mid-write): keep the prefix.
+          if (!line.terminated && dshHeader !== undefined) {
+            tornTail = { line: lineNumber, byteCount: Buffer.byteLength(line.text) };
+            warnings.push(
+              `line ${lineNumber}: the last line is torn (${tornTail.byteCount} bytes without a newline, not JSON — its writer stopped mid-line); it was left out and the ${lineNumber - 1} lines before it were imported.`,
+            );
+            break reading;
+          }
           fail(lineNumber, `not JSON (${(error as Error).message}).`);
           return undefined as never;
         }
         if (dshHeader === undefined) {
           if (record?.type !== 'session') fail(1, 'line 1 is not a session header.');
-          if (record.version !== 0) {
-            fail(
-              1,
-              `session format version ${JSON.stringify(record.version)}; the DeepSeek Harness import reads version 0${record.version === 1 ? ' (this looks like a Harness journal already: open it with openSession)' : ''}.`,
-            );
-          }
+          if (record.version !== DSH_FORMAT_VERSION) fail(1, versionProblem(record));
           dshHeader = record as Record<string, unknown>;
           clock = typeof record.createdAt === 'number' ? record.createdAt : 0;
           folder = new Folder(initialState(''));
@@ -371,7 +384,20 @@ export async function importDshSession(path: string, options: { now?: () => numb
     ...(typeof h.cwd === 'string' ? { cwd: h.cwd } : {}),
     importedFrom: { format: 'dsh', path: file, ...(originalId !== undefined ? { sessionId: originalId } : {}), header: { version: h.version, ...rest } },
   });
-  return { header, events, assemblerMismatches: mismatches, warnings };
+  return tornTail !== undefined ? { header, events, assemblerMismatches: mismatches, warnings, tornTail } : { header, events, assemblerMismatches: mismatches, warnings };
+}
+
+/** Why a header's `version` is not read, and which way to go (a newer file needs a newer harness-runtime). */
+function versionProblem(header: DshRecord): string {
+  const version = header.version;
+  const known = `the DeepSeek Harness import reads format version ${DSH_FORMAT_VERSION}`;
+  if (version === 1 && typeof header.createdAtMs === 'number') {
+    return `this is a Harness journal (version 1, createdAtMs), not a DeepSeek Harness session: open it with openSession / harness replay instead of importing it.`;
+  }
+  if (typeof version === 'number' && Number.isInteger(version) && version > DSH_FORMAT_VERSION) {
+    return `session format version ${version} is newer than this import knows (${known}): upgrade harness-runtime to a release that reads version ${version}, or export the session from DeepSeek Harness in format version ${DSH_FORMAT_VERSION}.`;
+  }
+  return `session format version ${JSON.stringify(version)} is not a DeepSeek Harness format version (${known}; the header needs "version": ${DSH_FORMAT_VERSION}).`;
 }
 
 function normalizeFailure(failure: any): { code: string; message: string } {

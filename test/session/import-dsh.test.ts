@@ -250,3 +250,62 @@ describe('import of DeepSeek Harness sessions', () => {
     }
   });
 });
+
+describe('dsh import: torn last line and format versions (issue 14.4)', () => {
+  const source = join(dshRoot, 'acp-agent/tool-call-turn/session.jsonl');
+
+  it('a torn last line keeps the valid prefix, says so, and the rest imports as a cut recording', async () => {
+    const text = readFileSync(source, 'utf8');
+    const lines = text.split('\n').filter((line) => line !== '');
+    const keep = lines.length - 1;
+    const last = lines[keep]!;
+    const torn = join(data.dir, 'torn.jsonl');
+    writeFileSync(torn, `${lines.slice(0, keep).join('\n')}\n${last.slice(0, Math.floor(last.length / 2))}`);
+    const whole = await importDshSession(torn);
+    const prefixFile = join(data.dir, 'prefix.jsonl');
+    writeFileSync(prefixFile, `${lines.slice(0, keep).join('\n')}\n`);
+    const prefix = await importDshSession(prefixFile);
+    expect(whole.events).toEqual(prefix.events);
+    expect(whole.tornTail).toEqual({ line: keep + 1, byteCount: Buffer.byteLength(last.slice(0, Math.floor(last.length / 2))) });
+    expect(prefix.tornTail).toBeUndefined();
+    expect(whole.warnings.some((w) => w.includes(`line ${keep + 1}: the last line is torn`) && w.includes(`the ${keep} lines before it were imported`))).toBe(true);
+    const written = await writeImportedSession(torn, { dataDir: data.dir, id: 'torn' });
+    expect(written.eventCount).toBe(prefix.events.length);
+    const { journal, repairs } = await openJournal(written.path);
+    try {
+      expect(repairs.syntheticEvents.at(-1)?.type).toBe('turn/end'); // the cut turn is closed like any interrupted one
+      const session = await openSession(written.path, { events: true });
+      expect(historyProblems(session.events as AnySessionEvent[], session.state.messages)).toEqual([]);
+    } finally {
+      await journal.close();
+    }
+  });
+
+  it('a line that is not JSON anywhere else (or newline-terminated) is still refused, naming file and line', async () => {
+    const lines = readFileSync(source, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '');
+    const middle = join(data.dir, 'bad-middle.jsonl');
+    writeFileSync(middle, `${[...lines.slice(0, 3), '{"type":"turn/st', ...lines.slice(3)].join('\n')}\n`);
+    await expect(importDshSession(middle)).rejects.toMatchObject({ code: 'DSH_IMPORT', message: expect.stringContaining(`${middle}:4: not JSON`) });
+    const terminated = join(data.dir, 'bad-terminated.jsonl');
+    writeFileSync(terminated, `${[...lines, '{"type":"turn/st'].join('\n')}\n`);
+    await expect(importDshSession(terminated)).rejects.toMatchObject({ code: 'DSH_IMPORT', message: expect.stringMatching(/bad-terminated\.jsonl:\d+: not JSON/) });
+  });
+
+  it('a newer format version says to upgrade harness-runtime; a Harness journal says to open it instead', async () => {
+    const lines = readFileSync(source, 'utf8').split('\n');
+    const header = JSON.parse(lines[0]!);
+    const newer = join(data.dir, 'newer.jsonl');
+    writeFileSync(newer, [JSON.stringify({ ...header, version: 3 }), ...lines.slice(1)].join('\n'));
+    await expect(importDshSession(newer)).rejects.toMatchObject({
+      code: 'DSH_IMPORT',
+      message: expect.stringMatching(/version 3 is newer than this import knows .*reads format version 0.*upgrade harness-runtime to a release that reads version 3/),
+    });
+    const odd = join(data.dir, 'odd.jsonl');
+    writeFileSync(odd, [JSON.stringify({ ...header, version: 'beta' }), ...lines.slice(1)].join('\n'));
+    await expect(importDshSession(odd)).rejects.toMatchObject({ message: expect.stringContaining('"beta" is not a DeepSeek Harness format version') });
+    const ours = await writeImportedSession(source, { dataDir: data.dir, id: 'ours-not-dsh' });
+    await expect(importDshSession(ours.path)).rejects.toMatchObject({ message: expect.stringContaining('this is a Harness journal (version 1, createdAtMs)') });
+  });
+});
