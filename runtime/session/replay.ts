@@ -8,7 +8,7 @@ import { deepFreeze } from '../kernel/freeze.ts';
 import type { FinishReason, StreamChunk } from '../llm/types.ts';
 import type { AnySessionEvent, RequestHeader, SessionEvent, SessionHeader } from './events.ts';
 import { FileJournalStore } from './file-store.ts';
-import { initialState, reduceEvent } from './fold.ts';
+import { Folder, initialState } from './fold.ts';
 import type { JournalIoOptions } from './writer.ts';
 import { createStoredJournal, storeOf, type OpenedJournal } from './open.ts';
 import { assertSessionId } from './paths.ts';
@@ -166,7 +166,9 @@ export interface RecordedCall {
  */
 export function recordedCalls(events: Iterable<AnySessionEvent>, init?: SessionState): RecordedCall[] {
   const calls: (RecordedCall & { chunks: StreamChunk[]; lastSeq: number; finish?: FinishReason; message?: SessionEvent<'assistant/message'> })[] = [];
-  let state = init ?? initialState('');
+  // One fold for the whole journal (a transition per event would copy the surface each time); the
+  // state is finished only where a call starts.
+  const folder = new Folder(init ?? initialState(''));
   let current: (typeof calls)[number] | undefined;
   const perStep = new Map<string, number>();
   const snapshots = new SnapshotReader();
@@ -184,6 +186,7 @@ export function recordedCalls(events: Iterable<AnySessionEvent>, init?: SessionS
         const key = `${turn}:${step}`;
         const attempt = perStep.get(key) ?? 0;
         perStep.set(key, attempt + 1);
+        const state = folder.finish();
         current = {
           index: calls.length,
           turn,
@@ -212,7 +215,7 @@ export function recordedCalls(events: Iterable<AnySessionEvent>, init?: SessionS
     } else if (type === 'step/start' || type === 'step/end' || type === 'llm/retry' || type === 'turn/start' || type === 'turn/end') {
       current = undefined;
     }
-    state = reduceEvent(state, event);
+    folder.apply(event);
   }
   return calls;
 }

@@ -3,7 +3,8 @@
  * writable session over any store's {@link JournalLease}.
  *
  * Appending is on the per-chunk hot path: `append` validates (lossless JSON, an iterative walk),
- * assigns `seq`/`atMs`, deep-freezes, folds (no immer for chunks) and queues the frozen event — no
+ * assigns `seq`/`atMs`, deep-freezes, folds (into one {@link Folder}: O(1) per event, the frozen
+ * state made when `state` is read; nothing for chunks) and queues the frozen event — no
  * serialisation, no store call, no await: the lines are made when the queue is written, in one warm
  * loop per write instead of one cold `JSON.stringify` per chunk. A background flush writes the
  * queue as one `lease.write` (the file store's one `write(2)`, the PostgreSQL store's one
@@ -19,7 +20,7 @@ import type { HookBus } from '../kernel/bus.ts';
 import { HarnessError } from '../kernel/errors.ts';
 import { secrets } from '../kernel/secrets.ts';
 import type { AnySessionEvent, SessionEvent, SessionEventMap, SessionEventType, SessionHeader } from './events.ts';
-import { reduceEvent } from './fold.ts';
+import { Folder } from './fold.ts';
 import { assertLosslessJson } from './json.ts';
 import { isIgnorableByDefault } from './registry.ts';
 import type { JournalLease } from './store.ts';
@@ -74,7 +75,8 @@ export class StoreJournal implements SessionJournal {
   /** Where the session is (the file store: the journal's path). */
   readonly path: string;
   readonly header: SessionHeader;
-  private current: SessionState;
+  /** The state as a fold in progress: O(1) per event, finished (frozen) when `state` is read. */
+  private readonly folder: Folder;
   private seq: number;
   private readonly lease: JournalLease;
   private readonly bus: HookBus | undefined;
@@ -100,7 +102,7 @@ export class StoreJournal implements SessionJournal {
     this.path = init.lease.location;
     this.header = init.header;
     this.id = init.header.id;
-    this.current = init.state;
+    this.folder = new Folder(init.state);
     this.seq = init.lastSeq;
     this.bus = init.bus;
     this.now = init.now ?? Date.now;
@@ -113,7 +115,7 @@ export class StoreJournal implements SessionJournal {
   }
 
   get state(): SessionState {
-    return this.current;
+    return this.folder.finish();
   }
 
   /** Seq of the last event appended (the state's `lastSeq` counts only state-changing events). */
@@ -153,9 +155,8 @@ export class StoreJournal implements SessionJournal {
   }
 
   private commit<E extends AnySessionEvent>(event: E, raw: string | undefined): E | Promise<E> {
-    const next = reduceEvent(this.current, event); // throws UNKNOWN_EVENT_TYPE before anything changes
+    this.folder.apply(event); // throws UNKNOWN_EVENT_TYPE before anything changes
     this.seq = event.seq;
-    this.current = next;
     if (raw === undefined) {
       this.queue.push(event);
       this.queuedBytes += QUEUED_EVENT_BYTES;
