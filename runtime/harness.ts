@@ -20,6 +20,7 @@ import { FileJournalStore } from './session/file-store.ts';
 import { createJournal, openJournal } from './session/open.ts';
 import { openRegisteredStore, type JournalStore } from './session/store.ts';
 import type { RepairReport } from './session/types.ts';
+import type { ParentSessionLink } from './session/events.ts';
 
 /** Where things are, for plugins that read files named in the config. */
 export interface HarnessPaths {
@@ -29,9 +30,29 @@ export interface HarnessPaths {
   readonly dataDir: string;
 }
 
+/** Options of a new session: `harness.createSession()` / `ctx.sessions.create()`. */
+export interface CreateSessionOptions extends SessionOptions {
+  readonly id?: string;
+  /** The session this one was forked from, and the seq it was forked at. */
+  readonly parent?: { readonly sessionId: string; readonly seq: number };
+  /** The session that spawned this one (a subagent): journaled in the header. */
+  readonly parentSession?: ParentSessionLink;
+}
+
+/**
+ * `ctx.sessions`: sessions of the running harness, for a plugin that runs one of its own — a
+ * subagent tool spawning a child session in the same store and workspace (seed 000 "Subagent 接口":
+ * the runner is injected by the assembly layer, so tools never depend on what assembles them).
+ */
+export interface SessionsService {
+  /** Same as `harness.createSession()`. */
+  create(options?: CreateSessionOptions): Promise<AgentSession>;
+}
+
 declare module './kernel/context.ts' {
   interface PluginContext {
     readonly paths: HarnessPaths;
+    readonly sessions: SessionsService;
   }
 }
 
@@ -86,7 +107,7 @@ export interface Harness {
    * Starts a new session (a new journal in `<dataDir>/sessions/`).
    * @throws HarnessError `WORKSPACE_NOT_FOUND` (cwd is not a directory), `JOURNAL_EXISTS` (an id already used), `INVALID_SESSION_ID`.
    */
-  createSession(options?: SessionOptions & { id?: string; parent?: { sessionId: string; seq: number } }): Promise<AgentSession>;
+  createSession(options?: CreateSessionOptions): Promise<AgentSession>;
   /**
    * Resumes a session by id or journal path: opens it for writing (repairing what a crash left)
    * and returns a session whose next run continues it.
@@ -144,7 +165,8 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
   kernel.bus.declare('session/event', 'sink');
   const tools = new ToolRegistry();
   const paths: HarnessPaths = Object.freeze({ baseDir, dataDir });
-  kernel.extend((scope, owner) => ({ tools: tools.contextFor(scope, owner), paths }));
+  const sessionsService: SessionsService = Object.freeze({ create: (options?: CreateSessionOptions) => harness.createSession(options) });
+  kernel.extend((scope, owner) => ({ tools: tools.contextFor(scope, owner), paths, sessions: sessionsService }));
   const host = new PluginHost(kernel, { baseDir });
   const rootFiber = new Fiber('harness', (d) => kernel.bus.report(d));
   const ctx = kernel.createContext(new Scope(rootFiber, { staged: false }), { name: 'harness', generation: 1 });
@@ -190,6 +212,7 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
         ...(options.id ? { id: options.id } : {}),
         ...(options.now ? { now: options.now } : {}),
         ...(options.parent ? { parent: options.parent } : {}),
+        ...(options.parentSession ? { parentSession: options.parentSession } : {}),
       });
       return makeSession(journal, cwd, options);
     },

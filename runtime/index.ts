@@ -143,7 +143,17 @@ export type {
 export type { AgentSession, RunInput, TurnResult } from './agent/session.ts';
 
 // ── Embedding: config, the harness, sessions ─────────────────────────────────────────────────
-export { defineConfig, createHarness, type HarnessConfig, type Harness, type HarnessPaths, type SessionOptions, type CreateHarnessOptions } from './harness.ts';
+export {
+  defineConfig,
+  createHarness,
+  type HarnessConfig,
+  type Harness,
+  type HarnessPaths,
+  type SessionOptions,
+  type CreateSessionOptions,
+  type SessionsService,
+  type CreateHarnessOptions,
+} from './harness.ts';
 
 // ── The journal: events, state, reading, replay, import (DESIGN "Sessions and the journal") ──
 export type {
@@ -156,6 +166,8 @@ export type {
   AnySessionEvent,
   SessionHeader,
   SessionEventDelivery,
+  ParentSessionLink,
+  ForwardedEvent,
 } from './session/events.ts';
 export type { SessionState, PendingToolCall, SessionJournal, AppendOptions, RepairReport } from './session/types.ts';
 export { registerEventType, type EventReducer, type EventTypeOptions, type Surface } from './session/registry.ts';

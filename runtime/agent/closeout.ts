@@ -59,6 +59,13 @@ export interface RunToolOptions {
   readonly signal?: AbortSignal;
   /** Receives streamed partial output. */
   readonly onOutput?: (text: string) => void;
+  readonly turn?: number;
+  readonly step?: number;
+  readonly session?: ToolContext['session'];
+  readonly config?: ToolContext['config'];
+  readonly approve?: ToolContext['approve'];
+  /** Receives the child-session events a tool forwards (see `ToolContext.forward`). */
+  readonly onForward?: NonNullable<ToolContext['forward']>;
 }
 
 const USER_ABORT = 'user-abort';
@@ -103,6 +110,12 @@ export async function runTool(tool: ToolDefinition, input: unknown, options: Run
     callId: options.callId,
     sessionId: options.sessionId,
     cwd: options.cwd,
+    ...(options.turn !== undefined ? { turn: options.turn } : {}),
+    ...(options.step !== undefined ? { step: options.step } : {}),
+    ...(options.session ? { session: options.session } : {}),
+    ...(options.config ? { config: options.config } : {}),
+    ...(options.approve ? { approve: options.approve } : {}),
+    forward: (event, hop) => options.onForward?.(event, hop),
     output(text: string) {
       if (controller.signal.aborted || typeof text !== 'string' || text === '') return;
       if (cap <= 0) streamed += text;

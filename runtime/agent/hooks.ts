@@ -6,7 +6,7 @@ import type { WaterfallHook } from '../kernel/bus.ts';
 import type { LlmCallConfig, LlmFailure, Message, ToolSpec } from '../llm/types.ts';
 import type { PreparedCall } from '../llm/service.ts';
 import type { AppendOptions, SessionState } from '../session/types.ts';
-import type { SessionEvent, SessionEventMap, SessionEventType } from '../session/events.ts';
+import type { SessionEvent, SessionEventMap, SessionEventType, SessionHeader } from '../session/events.ts';
 import type { ToolOutcome } from './closeout.ts';
 import type { ToolDefinition } from './tools.ts';
 
@@ -15,6 +15,8 @@ export interface SessionHandle {
   readonly id: string;
   /** The workspace directory (absolute). */
   readonly cwd: string;
+  /** The journal's header (a child session's names its parent: `parentSession`). */
+  readonly header: SessionHeader;
   /** The live fold. */
   readonly state: SessionState;
   append<T extends SessionEventType>(type: T, data: SessionEventMap[T], options?: AppendOptions): Promise<SessionEvent<T>>;
@@ -91,6 +93,13 @@ export interface ApprovalRequest {
   readonly input: unknown;
   readonly permission: 'read' | 'write';
   readonly description: string;
+  /**
+   * Set when the call was made by a child session (a subagent) and the question was passed up to
+   * its parent's approver (seed 000 "ApproveFn": approvals inherited with an origin marker): the
+   * child session ids it came through, one hop per level, nearest first. `sessionId` is the
+   * session that made the call.
+   */
+  readonly origin?: readonly string[];
 }
 
 /** The outcome of an approval. */

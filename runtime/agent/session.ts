@@ -30,7 +30,7 @@ import {
   type UserMessage,
 } from '../llm/types.ts';
 import { RequestRecorder } from '../session/snapshot.ts';
-import type { AnySessionEvent, RequestHeader, SessionEvent, SessionEventMap, SessionEventType, TurnEndReason } from '../session/events.ts';
+import type { AnySessionEvent, ForwardedEvent, RequestHeader, SessionEvent, SessionEventMap, SessionEventType, TurnEndReason } from '../session/events.ts';
 import type { AppendOptions, SessionJournal, SessionState } from '../session/types.ts';
 import { errorOutcome, parseToolCall, runTool, type ToolOutcome } from './closeout.ts';
 import type { ApprovalAnswer, ApprovalRequest, RequestErrorDecision, RunOptions, SessionHandle } from './hooks.ts';
@@ -111,7 +111,7 @@ export class AgentSession {
   /** Journals each call's model-visible request (`request/snapshot`). */
   private readonly recorder = new RequestRecorder();
   private running = false;
-  private channel: EventChannel<AnySessionEvent> | null = null;
+  private channel: EventChannel<ForwardedEvent> | null = null;
 
   constructor(options: AgentSessionOptions) {
     this.options = options;
@@ -121,6 +121,7 @@ export class AgentSession {
     this.handle = Object.freeze({
       id: options.journal.id,
       cwd: options.cwd,
+      header: options.journal.header,
       get state() {
         return session.journal.state;
       },
@@ -144,17 +145,18 @@ export class AgentSession {
   }
 
   /**
-   * Runs one turn. Yields every event as it is journaled. Breaking out of the iteration aborts the
-   * turn (and still closes it in the journal).
+   * Runs one turn. Yields every event as it is journaled, and the events of child sessions (a
+   * subagent a tool runs) passed on with their `origin` (never journaled here: the child has its
+   * own journal). Breaking out of the iteration aborts the turn (and still closes it in the journal).
    * @throws HarnessError `SESSION_BUSY` when a run is already in progress; `NO_DEFAULT_MODEL` when
    *   neither the options, the journal's last header nor the config's defaults name a provider and
    *   model (nothing is journaled then).
    */
-  run(input: RunInput, options: RunOptions = {}): AsyncIterable<AnySessionEvent> {
+  run(input: RunInput, options: RunOptions = {}): AsyncIterable<ForwardedEvent> {
     if (this.running) throw new HarnessError('SESSION_BUSY', `Session ${this.id} is already running a turn; wait for it to end or abort it.`);
     this.baseConfig(options); // throws NO_DEFAULT_MODEL before the turn starts
     this.running = true;
-    const channel = new EventChannel<AnySessionEvent>();
+    const channel = new EventChannel<ForwardedEvent>();
     this.channel = channel;
     const controller = new AbortController();
     // The caller's signal aborts this turn's controller through a listener removed when the turn
@@ -207,6 +209,11 @@ export class AgentSession {
     let usage: TokenUsage = {};
     let stepCount = 0;
     for await (const event of this.run(input, options)) {
+      if (event.origin !== undefined) {
+        // A child session's event: its usage is part of this turn's; nothing else of it is.
+        if (event.type === 'assistant/message' && event.data.usage) usage = addUsage(usage, event.data.usage);
+        continue;
+      }
       if (event.type === 'turn/start') start = event;
       else if (event.type === 'step/start') stepCount++;
       else if (event.type === 'assistant/message') {
@@ -238,7 +245,7 @@ export class AgentSession {
   /** Runs a turn to its end and returns how it ended (events are journaled but not yielded). */
   async runToEnd(input: RunInput, options: RunOptions = {}): Promise<SessionEvent<'turn/end'>> {
     let last: AnySessionEvent | undefined;
-    for await (const event of this.run(input, options)) if (event.type === 'turn/end') last = event;
+    for await (const event of this.run(input, options)) if (event.type === 'turn/end' && event.origin === undefined) last = event;
     return last as SessionEvent<'turn/end'>;
   }
 
@@ -483,7 +490,7 @@ export class AgentSession {
       }
       await this.append('tool/start', { turn, step, callId: call.id });
       await this.journal.checkpoint();
-      outcomes.push(this.execute(turn, step, call, parsed.tool, parsed.input, signal, bus));
+      outcomes.push(this.execute(turn, step, call, parsed.tool, parsed.input, signal, bus, options.approve));
     }
     // Results enter the history in call order, each as soon as it and those before it are done.
     for (let i = 0; i < calls.length; i++) {
@@ -494,7 +501,18 @@ export class AgentSession {
     }
   }
 
-  private async execute(turn: number, step: number, call: ToolCallBlock, tool: ToolDefinition, input: unknown, signal: AbortSignal, bus: HookBus): Promise<ToolOutcome> {
+  private async execute(
+    turn: number,
+    step: number,
+    call: ToolCallBlock,
+    tool: ToolDefinition,
+    input: unknown,
+    signal: AbortSignal,
+    bus: HookBus,
+    approve: RunOptions['approve'],
+  ): Promise<ToolOutcome> {
+    const channel = this.channel;
+    const config = this.journal.state.header?.config;
     let journaledChars = 0;
     const cap = tool.maxOutputChars ?? 16_000;
     const startedAtMs = performance.now();
@@ -505,6 +523,13 @@ export class AgentSession {
           sessionId: this.id,
           cwd: this.options.cwd,
           signal: payload.signal,
+          turn,
+          step,
+          session: this.handle,
+          ...(config ? { config } : {}),
+          ...(approve ? { approve } : {}),
+          // One hop per level: the child's own origin (its children) goes after the child's id.
+          onForward: (event, hop) => channel?.push(Object.freeze({ ...event, origin: [hop, ...(event.origin ?? [])] }) as ForwardedEvent),
           onOutput: (text) => {
             // Streamed output is shown live; the journal keeps at most the output cap of it.
             if (cap > 0 && journaledChars >= cap) return;

@@ -11,7 +11,9 @@ import { HarnessError } from '../kernel/errors.ts';
 import type { Scope } from '../kernel/fiber.ts';
 import { deepFreeze } from '../kernel/freeze.ts';
 import { isSchemaAdapter, zodSchema, type SchemaAdapter } from '../kernel/schema.ts';
-import type { ImageBlock, TextBlock, ToolSpec } from '../llm/types.ts';
+import type { ImageBlock, LlmCallConfig, TextBlock, ToolSpec } from '../llm/types.ts';
+import type { ForwardedEvent } from '../session/events.ts';
+import type { ApproveFn, SessionHandle } from './hooks.ts';
 
 /** What a tool body receives besides its parsed input. */
 export interface ToolContext {
@@ -23,6 +25,25 @@ export interface ToolContext {
   readonly cwd: string;
   /** Streams a piece of partial output (shown live; the final output is what the tool returns). */
   output(text: string): void;
+  /** The turn and step of the call, when run by a session's loop. */
+  readonly turn?: number;
+  readonly step?: number;
+  /** The calling session (its header, state, and the right to journal events), when run by a session's loop. */
+  readonly session?: SessionHandle;
+  /** The call config of the model call that made this tool call (a child session defaults to it). */
+  readonly config?: LlmCallConfig;
+  /**
+   * The turn's approver (seed 000 `ToolExecutionRequest.approve`): a tool that runs a child
+   * session passes it on (wrapped to add its `origin` hop) so approvals are inherited. Absent: the
+   * turn has none, and every call is denied.
+   */
+  readonly approve?: ApproveFn;
+  /**
+   * Passes an event of a child session on to this turn's consumer, marked with its origin: `hop`
+   * (the child session id) is put before the event's own `origin`. Never journaled here (the
+   * child has its own journal). Absent outside a session's loop (a test's hand-made context).
+   */
+  readonly forward?: (event: ForwardedEvent, hop: string) => void;
 }
 
 /** What a tool reports. A bare string is `{ content: string }`. */

@@ -132,6 +132,21 @@ export interface SessionEvent<T extends SessionEventType = SessionEventType> {
 /** Any event, discriminated by `type`. */
 export type AnySessionEvent = { [T in SessionEventType]: SessionEvent<T> }[SessionEventType];
 
+/** Where a child session hangs in its parent (`SessionHeader.parentSession`). */
+export interface ParentSessionLink {
+  readonly sessionId: string;
+  readonly callId?: string;
+  /** 1 for a child of a top-level session, 2 for a grandchild, … */
+  readonly depth: number;
+}
+
+/**
+ * An event as a run's consumer receives it. `origin` is set only on events forwarded from a child
+ * session (never journaled): the child session ids it came through, one hop per level, nearest
+ * first (`[child]`, `[child, grandchild]`).
+ */
+export type ForwardedEvent = AnySessionEvent & { readonly origin?: readonly string[] };
+
 /** Journal line 1. `parent`/`forkSeq` name the source of a fork. */
 export interface SessionHeader {
   readonly type: 'session';
@@ -140,6 +155,12 @@ export interface SessionHeader {
   readonly createdAtMs: number;
   readonly cwd?: string;
   readonly parent?: { readonly sessionId: string; readonly seq: number };
+  /**
+   * A child session (a subagent, seed 000 "Subagent 接口"): the session that spawned it, the tool
+   * call that did (absent when unknown, e.g. an imported session whose call could not be matched),
+   * and its delegation depth (1 for a child of a top-level session).
+   */
+  readonly parentSession?: ParentSessionLink;
   /**
    * Where an imported session came from: its format (`dsh`), file, and (added by the session
    * module) the original session id and the original header's other fields.
@@ -156,6 +177,8 @@ export interface SessionHeader {
 export interface SessionEventDelivery {
   readonly sessionId: string;
   readonly event: AnySessionEvent;
+  /** The session's parent, when it is a child session (its header's `parentSession.sessionId`). */
+  readonly parentSessionId?: string;
 }
 
 declare module '../kernel/bus.ts' {

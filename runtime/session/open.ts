@@ -31,6 +31,8 @@ export interface CreateJournalOptions extends JournalIoOptions, StoreOptions {
   readonly cwd?: string;
   /** The session this one was forked from, and the seq it was forked at. */
   readonly parent?: SessionHeader['parent'];
+  /** The session that spawned this one (a subagent). */
+  readonly parentSession?: SessionHeader['parentSession'];
   readonly importedFrom?: SessionHeader['importedFrom'];
   readonly createdAtMs?: number;
 }
@@ -96,6 +98,7 @@ export async function createJournal(options: CreateJournalOptions = {}): Promise
     createdAtMs: options.createdAtMs ?? (options.now ?? Date.now)(),
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
     ...(options.parent !== undefined ? { parent: options.parent } : {}),
+    ...(options.parentSession !== undefined ? { parentSession: options.parentSession } : {}),
     ...(options.importedFrom !== undefined ? { importedFrom: options.importedFrom } : {}),
   });
   assertLosslessJson(header, 'header');

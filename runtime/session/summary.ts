@@ -91,6 +91,7 @@ export class Summarizer {
       eventCount: this.eventCount,
       lastUpdateAtMs: this.lastAtMs ?? fallbackUpdateAtMs,
       ...(h.parent ? { parent: h.parent } : {}),
+      ...(h.parentSession ? { parentSession: h.parentSession } : {}),
       ...(h.importedFrom ? { importedFrom: h.importedFrom } : {}),
     };
   }

@@ -105,6 +105,8 @@ export interface SessionSummary {
   /** `atMs` of the last event, else the file's modification time. */
   readonly lastUpdateAtMs: number;
   readonly parent?: SessionHeader['parent'];
+  /** The session that spawned this one (a subagent's header link). */
+  readonly parentSession?: SessionHeader['parentSession'];
   readonly importedFrom?: SessionHeader['importedFrom'];
   /** The session could not be read (its error code and message). */
   readonly error?: { readonly code: string; readonly message: string };

@@ -168,7 +168,8 @@ export class StoreJournal implements SessionJournal {
       if (this.writing === undefined) this.pump().catch(() => undefined);
     } else if (!this.scheduled) this.schedule();
     if (this.bus === undefined || !this.bus.hasSinks('session/event')) return event;
-    const delivered = this.bus.deliver('session/event', { sessionId: this.id, event });
+    const parent = this.header.parentSession?.sessionId;
+    const delivered = this.bus.deliver('session/event', parent === undefined ? { sessionId: this.id, event } : { sessionId: this.id, event, parentSessionId: parent });
     return delivered === undefined ? event : delivered.then(() => event);
   }
 
