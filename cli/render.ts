@@ -6,11 +6,17 @@
  * its control characters are shown, never obeyed. Only the renderer's own colours reach the terminal.
  */
 import ora, { type Ora } from 'ora';
-import type { AnySessionEvent, Message, SessionEvent, SessionHeader, StreamChunk } from '../runtime/index.ts';
+import type { AnySessionEvent, ForwardedEvent, Message, SessionEvent, SessionHeader, StreamChunk } from '../runtime/index.ts';
 import type { Io } from './env.ts';
 import { formatArguments, formatMs, formatUsage, headLines, oneLine, printable, PrintableStream, toolResultText } from './format.ts';
 
 const RESULT_LINES = 4;
+
+/** A child session's short name: `sub1` of `<parent>.sub1`, else its id. */
+export function subagentLabel(sessionId: string): string {
+  const match = /\.(sub\d+)$/.exec(sessionId);
+  return match ? match[1]! : sessionId;
+}
 
 /** Prints a turn as it happens. */
 export class LiveRenderer {
@@ -49,8 +55,9 @@ export class LiveRenderer {
     this.write(`${text}\n`);
   }
 
-  event(event: AnySessionEvent): void {
+  event(event: ForwardedEvent): void {
     const { c } = this.io;
+    if (event.origin !== undefined) return this.childEvent(event, event.origin);
     switch (event.type) {
       case 'step/start':
         this.wait('thinking…');
@@ -151,6 +158,40 @@ export class LiveRenderer {
       case 'finish':
         this.pause();
         this.breakLine();
+        break;
+      default:
+        break;
+    }
+  }
+
+  /**
+   * An event of a child session (a subagent): its tool calls, decisions, results and replies, one
+   * line each, indented one level per hop and marked with the child's id (its stream is not shown).
+   */
+  private childEvent(event: AnySessionEvent, origin: readonly string[]): void {
+    const { c } = this.io;
+    const indent = '  '.repeat(origin.length);
+    const who = c.magenta(`[${printable(subagentLabel(origin.at(-1)!))}]`);
+    switch (event.type) {
+      case 'tool/call':
+        this.line(`${indent}${who} ${c.cyan('→')} ${c.bold(printable(event.data.name))} ${c.dim(formatArguments(event.data.arguments))}`);
+        break;
+      case 'approval/decided':
+        if (event.data.decision === 'deny') this.line(`${indent}${who} ${c.red(`✗ denied (${printable(event.data.decidedBy)}${event.data.reason ? `: ${oneLine(event.data.reason, 200)}` : ''})`)}`);
+        break;
+      case 'tool/result': {
+        const { text, isError } = toolResultText(event.data.message);
+        const first = oneLine(text.split('\n')[0] ?? '', 120);
+        this.line(`${indent}${who} ${isError ? c.red(`✗ failed${event.data.code ? ` (${printable(event.data.code)})` : ''}`) : c.green('✓')} ${c.dim(first)}`);
+        break;
+      }
+      case 'assistant/message': {
+        const text = event.data.message.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
+        if (text.trim() !== '') this.line(`${indent}${who} ${oneLine(text, 200)}`);
+        break;
+      }
+      case 'turn/end':
+        if (event.data.reason !== 'completed') this.line(`${indent}${who} ${c.yellow(`turn ended ${printable(event.data.reason)}`)}`);
         break;
       default:
         break;

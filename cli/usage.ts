@@ -7,7 +7,7 @@
  * `compaction/summary` events as they are journaled. So the footer means the same whether the
  * session is new, resumed, or one turn of many in a chat, and whether `token-meter` is loaded or not.
  */
-import { readJournal, type AnySessionEvent, type Harness, type TokenUsage } from '../runtime/index.ts';
+import { readJournal, type AnySessionEvent, type ForwardedEvent, type Harness, type TokenUsage } from '../runtime/index.ts';
 import type { Io } from './env.ts';
 import { addUsage, formatCost, formatUsage } from './format.ts';
 
@@ -64,9 +64,9 @@ export class UsageTally {
     this.turn = new Requests();
   }
 
-  /** Counts an event of the running turn. */
-  add(event: AnySessionEvent): void {
-    if (event.type === 'turn/start') this.turnCount++;
+  /** Counts an event of the running turn (a subagent's, marked with its `origin`, adds its usage only). */
+  add(event: ForwardedEvent): void {
+    if (event.type === 'turn/start' && event.origin === undefined) this.turnCount++;
     const request = requestOf(event);
     if (request === undefined) return;
     this.turn.add(request);

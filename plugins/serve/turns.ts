@@ -451,7 +451,8 @@ export class TurnService {
       for (;;) {
         const next = await iterator.next();
         if (next.done) break;
-        if (next.value.type === 'turn/end') end = next.value as SessionEvent<'turn/end'>;
+        // A child session's (subagent's) events come marked with their origin: not this turn's end.
+        if (next.value.type === 'turn/end' && (next.value as { origin?: unknown }).origin === undefined) end = next.value as SessionEvent<'turn/end'>;
       }
     } catch (error) {
       this.harness.kernel.bus.report({

@@ -17,7 +17,10 @@
  *   (compaction) moves it at once: the estimate of the replaced messages the report covered is
  *   taken out of the reported count and the estimate of their replacement put in (never below the
  *   estimate of the covered messages that remain).
- * Emits `usage/updated` after every change.
+ * - Subagents: a child session's deliveries name their parent (`parentSessionId`); the parent's
+ *   usage includes its children's (and theirs, level by level): their requests (marked with their
+ *   `sessionId`), totals and cost. Context pressure stays the session's own.
+ * Emits `usage/updated` after every change (for a child's change, for its ancestors too).
  *
  * A session is counted from the first event this process delivered for it (a session resumed from
  * a journal starts with what is appended after the resume).
@@ -42,12 +45,15 @@ export interface RequestUsage {
   /** USD; absent when no price is configured for the model. */
   readonly costUsd?: number;
   readonly purpose: 'agent' | 'compaction';
+  /** Set on a request of a child session (a subagent) rolled up into this one: that session's id. */
+  readonly sessionId?: string;
 }
 
 export interface SessionUsage {
   readonly sessionId: string;
+  /** Its own requests, then those of its child sessions (each marked with its `sessionId`). */
   readonly requests: readonly RequestUsage[];
-  /** Per-class sums; a class no request reported is absent. */
+  /** Per-class sums, children included; a class no request reported is absent. */
   readonly totals: TokenUsage;
   /** USD over the requests that had a price; `pricedRequestCount` says how many. */
   readonly costUsd: number;
@@ -115,6 +121,8 @@ interface Tracker {
 interface MeterState {
   readonly version: number;
   readonly trackers: Map<string, Tracker>;
+  /** Child session → its parent (from the deliveries' `parentSessionId`). Absent in a state of an older generation. */
+  parents?: Map<string, string>;
 }
 
 /** Bump when `Tracker` changes shape: a new generation then starts empty instead of adopting it. */
@@ -151,6 +159,9 @@ export default definePlugin({
     const previous = (ctx.tokenMeter as { [STATE]?: MeterState } | undefined)?.[STATE];
     const state: MeterState = previous !== undefined && previous.version === STATE_VERSION ? previous : { version: STATE_VERSION, trackers: new Map() };
     const trackers = state.trackers;
+    state.parents ??= new Map();
+    const parents = state.parents;
+    const childrenOf = (sessionId: string): string[] => [...parents].filter(([, parent]) => parent === sessionId).map(([child]) => child);
     const tracker = (sessionId: string): Tracker => {
       let found = trackers.get(sessionId);
       if (found === undefined) {
@@ -181,9 +192,28 @@ export default definePlugin({
       }
       return out;
     };
+    /** Requests of a session's children, level by level, each marked with its session. */
+    const childRequests = (sessionId: string, seen: Set<string>): RequestUsage[] => {
+      const out: RequestUsage[] = [];
+      for (const child of childrenOf(sessionId)) {
+        if (seen.has(child)) continue;
+        seen.add(child);
+        for (const request of trackers.get(child)?.requests ?? []) out.push({ ...withCost(request), sessionId: child });
+        out.push(...childRequests(child, seen));
+      }
+      return out;
+    };
     const snapshot = (sessionId: string, t: Tracker | undefined): SessionUsage => {
-      if (t === undefined) return { sessionId, requests: [], totals: {}, costUsd: 0, pricedRequestCount: 0, contextTokens: 0 };
-      const requests = t.requests.map(withCost);
+      const children = childRequests(sessionId, new Set([sessionId]));
+      if (t === undefined && children.length === 0) return { sessionId, requests: [], totals: {}, costUsd: 0, pricedRequestCount: 0, contextTokens: 0 };
+      const requests = [...(t?.requests ?? []).map(withCost), ...children];
+      const totals: Record<string, number> = { ...t?.totals };
+      for (const request of children) {
+        for (const key of USAGE_CLASSES) {
+          const tokens = request.usage[key];
+          if (count(tokens)) totals[key] = (totals[key] ?? 0) + tokens;
+        }
+      }
       let costUsd = 0;
       let pricedRequestCount = 0;
       for (const request of requests) {
@@ -191,14 +221,14 @@ export default definePlugin({
         costUsd += request.costUsd;
         pricedRequestCount++;
       }
-      const reported = t.reported;
+      const reported = t?.reported;
       return {
         sessionId,
         requests,
-        totals: { ...t.totals },
+        totals,
         costUsd,
         pricedRequestCount,
-        contextTokens: (reported?.tokens ?? 0) + sum(t.messageTokens.slice(reported?.messageCount ?? 0)),
+        contextTokens: t === undefined ? 0 : (reported?.tokens ?? 0) + sum(t.messageTokens.slice(reported?.messageCount ?? 0)),
       };
     };
     const record = (t: Tracker, entry: RequestRecord): void => {
@@ -208,8 +238,9 @@ export default definePlugin({
         if (count(tokens)) t.totals[key] = (t.totals[key] ?? 0) + tokens;
       }
     };
-    ctx.on('session/event', ({ sessionId, event }: SessionEventDelivery) => {
+    ctx.on('session/event', ({ sessionId, event, parentSessionId }: SessionEventDelivery) => {
       if (event.type === 'assistant/chunk' || event.type === 'tool/output') return; // hot path: nothing to count
+      if (parentSessionId !== undefined && !parents.has(sessionId)) parents.set(sessionId, parentSessionId);
       const t = tracker(sessionId);
       if (event.seq <= t.lastSeq) return;
       t.lastSeq = event.seq;
@@ -261,7 +292,14 @@ export default definePlugin({
         default:
           break;
       }
-      if (changed) ctx.emit('usage/updated', { sessionId, usage: snapshot(sessionId, t) });
+      if (!changed) return;
+      ctx.emit('usage/updated', { sessionId, usage: snapshot(sessionId, t) });
+      // A child's change is a change of its ancestors' usage too.
+      const seen = new Set([sessionId]);
+      for (let up = parents.get(sessionId); up !== undefined && !seen.has(up); up = parents.get(up)) {
+        seen.add(up);
+        ctx.emit('usage/updated', { sessionId: up, usage: snapshot(up, trackers.get(up)) });
+      }
     });
     const service: TokenMeter & { readonly [STATE]: MeterState } = {
       session: (sessionId) => snapshot(sessionId, trackers.get(sessionId)),
