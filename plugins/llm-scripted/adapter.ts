@@ -1,7 +1,8 @@
 /**
  * The scripted adapter: streams a script's reply the way a real provider does — reasoning, text and
  * tool calls split into fragments, usage, an optional pace between chunks — and honours the abort
- * signal between chunks. Tool-call ids are derived from (turn, step, position), so a re-run of the
+ * signal between chunks. The deltas are each block's content and `block-end` carries none (the block
+ * rule of `StreamChunkMap`), so a middleware that rewrites the deltas is not undone. Tool-call ids are derived from (turn, step, position), so a re-run of the
  * same conversation yields the same bytes.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -69,7 +70,7 @@ export class ScriptedAdapter extends LlmAdapter {
         await pace();
         yield { type: 'reasoning-delta', index, text: piece };
       }
-      yield { type: 'block-end', index, block: { type: 'reasoning', text: reply.reasoning } };
+      yield { type: 'block-end', index };
       outputChars += reply.reasoning.length;
       blocks.push(null);
       index++;
@@ -80,7 +81,7 @@ export class ScriptedAdapter extends LlmAdapter {
         await pace();
         yield { type: 'text-delta', index, text: piece };
       }
-      yield { type: 'block-end', index, block: { type: 'text', text: reply.text } };
+      yield { type: 'block-end', index };
       outputChars += reply.text.length;
       blocks.push(null);
       index++;
@@ -98,7 +99,7 @@ export class ScriptedAdapter extends LlmAdapter {
         yield { type: 'tool-call-delta', index, arguments: piece };
       }
       outputChars += args.length;
-      if (sent === pieces) yield { type: 'block-end', index, block: { type: 'tool-call', id, name: call.name, arguments: args } };
+      if (sent === pieces) yield { type: 'block-end', index };
       blocks.push(null);
       index++;
     }

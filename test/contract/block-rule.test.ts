@@ -200,3 +200,50 @@ describe('rewriteText', () => {
     expect(() => rewriteText(of([]), { ...rewrite, maxMatchLength: 0 })).toThrow(/maxMatchLength/);
   });
 });
+
+describe('the scripted adapter follows the block rule', () => {
+  it('block-end carries no text or arguments; a delta-rewriting middleware reaches the message and the journal whole', async () => {
+    const { createTestHarness, runTurn } = await import('../../testing/index.ts');
+    const { readFileSync } = await import('node:fs');
+    // A middleware that rewrites each delta on its own (no holding back): only correct when block-end repeats nothing.
+    const mask = map((chunk) => (chunk.type === 'text-delta' || chunk.type === 'reasoning-delta' ? [{ ...chunk, text: chunk.text.replaceAll('TOPSECRET', '[masked]') }] : [chunk]));
+    const seen: StreamChunk[] = [];
+    const test = await createTestHarness({
+      script: [{ reasoning: 'the code is TOPSECRET', text: 'It is TOPSECRET.', toolCalls: [{ name: 'unknown_tool', arguments: { a: 1 } }] }, { text: 'done' }],
+      scripted: { fragmentChars: 1000 },
+      plugins: [
+        {
+          plugin: definePlugin({
+            name: 'mask',
+            setup: (ctx) =>
+              void ctx.on('llm/stream', (request, next) => {
+                const masked = mask(next(request));
+                return (async function* () {
+                  for await (const chunk of masked) {
+                    seen.push(chunk);
+                    yield chunk;
+                  }
+                })();
+              }),
+          }),
+        },
+      ],
+    });
+    try {
+      const turn = await runTurn(test, 'go');
+      const ends = seen.filter((c) => c.type === 'block-end');
+      expect(ends.length).toBeGreaterThanOrEqual(3);
+      for (const end of ends) expect(end.block).toBeUndefined();
+      const first = turn.events.find((e) => e.type === 'assistant/message')!.data as { message: { content: readonly unknown[] } };
+      expect(first.message.content.slice(0, 2)).toEqual([
+        { type: 'reasoning', text: 'the code is [masked]' },
+        { type: 'text', text: 'It is [masked].' },
+      ]);
+      const journal = readFileSync(turn.session.path!, 'utf8');
+      expect(journal).toContain('[masked]');
+      expect(journal).not.toContain('TOPSECRET');
+    } finally {
+      await test.dispose();
+    }
+  });
+});
