@@ -1,0 +1,83 @@
+/**
+ * Traces from a journal (issue 21 item 2): the events of any journal — recorded, imported, crashed
+ * and repaired — through the same {@link SessionTracer} as the live plugin, with the recorded
+ * timestamps, exported over OTLP/HTTP; what `harness export <session> --otel [endpoint]` runs.
+ */
+import { secrets, type AnySessionEvent } from '../../runtime/index.ts';
+import { GenAiMetrics } from './metrics.ts';
+import { OtelPipeline, parentFromTraceparent, tracesUrl, type SpanStats } from './pipeline.ts';
+import { SessionTracer } from './trace-builder.ts';
+
+export interface JournalExportOptions {
+  /** OTLP/HTTP base URL; absent: the `OTEL_EXPORTER_OTLP_*` variables, else localhost:4318. */
+  readonly endpoint?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly serviceName?: string;
+  /** Export prompts, completions, tool arguments and results. Default false. */
+  readonly captureContent?: boolean;
+  readonly agentName?: string;
+  /** Export the GenAI client metrics too (default true). */
+  readonly metrics?: boolean;
+  /** The parent of every turn span; absent: `TRACEPARENT` from the environment, else none. */
+  readonly traceparent?: string;
+  /** ms the final export may take (default 30000). */
+  readonly timeoutMs?: number;
+}
+
+export interface JournalExportReport extends SpanStats {
+  /** Where the spans went. */
+  readonly url: string;
+  readonly eventCount: number;
+  readonly turnCount: number;
+  /** False when the export did not finish within `timeoutMs`. */
+  readonly complete: boolean;
+}
+
+/** Turns per forced export: a long journal never holds more than this many turns of spans. */
+const TURNS_PER_FLUSH = 20;
+
+/**
+ * Exports the spans (and metrics) of one session's events, in journal order.
+ * @returns what was exported, dropped or failed, and where to.
+ */
+export async function exportJournalTraces(sessionId: string, events: Iterable<AnySessionEvent> | AsyncIterable<AnySessionEvent>, options: JournalExportOptions = {}): Promise<JournalExportReport> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const pipeline = new OtelPipeline({
+    ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
+    ...(options.headers === undefined ? {} : { headers: options.headers }),
+    ...(options.serviceName === undefined ? {} : { serviceName: options.serviceName }),
+    metrics: options.metrics ?? true,
+    // Everything of a batch of turns is queued before it is exported: no drop for want of room.
+    maxQueueSize: 1_000_000,
+    maxExportBatchSize: 512,
+    scheduledDelayMs: 200,
+    exportTimeoutMs: Math.min(timeoutMs, 10_000),
+    metricExportIntervalMs: 3_600_000,
+  });
+  const redactor = secrets();
+  for (const [name, value] of Object.entries(options.headers ?? {})) redactor.add(value, `otel header ${name}`);
+  const parent = parentFromTraceparent(options.traceparent ?? process.env.TRACEPARENT, process.env.TRACESTATE);
+  const tracer = new SessionTracer({
+    tracer: pipeline.tracer,
+    ...(pipeline.meter === undefined ? {} : { metrics: new GenAiMetrics(pipeline.meter) }),
+    sessionId,
+    ...(parent === undefined ? {} : { parent }),
+    captureContent: options.captureContent ?? false,
+    agentName: options.agentName ?? 'harness',
+    redact: (text) => redactor.redact(text),
+  });
+  let eventCount = 0;
+  let turnCount = 0;
+  let complete = true;
+  try {
+    for await (const event of events) {
+      tracer.push(event);
+      eventCount++;
+      if (event.type === 'turn/end' && ++turnCount % TURNS_PER_FLUSH === 0) complete = (await pipeline.flush(timeoutMs)) && complete;
+    }
+    tracer.close();
+  } finally {
+    complete = (await pipeline.shutdown(timeoutMs)) && complete;
+  }
+  return { url: tracesUrl(options.endpoint), eventCount, turnCount, complete, ...pipeline.stats() };
+}

@@ -1,0 +1,156 @@
+/**
+ * plugins/otel — OpenTelemetry traces and GenAI metrics of turns, steps, model calls and tool calls,
+ * live, over OTLP/HTTP (issue 21; cookbook/otel.md).
+ *
+ * A projection of the journal: the plugin observes every journaled event on the `session/event`
+ * sink and feeds it to the same {@link SessionTracer} that `harness export <session> --otel` feeds
+ * from a journal, so a live run's spans and its journal's spans are the same (ids aside). The sink
+ * only queues (a span is built and ended synchronously; the BatchSpanProcessor exports on its own
+ * timer), so a slow or dead collector never slows or fails a turn: a full queue drops spans, counted
+ * (`ctx.otel.stats()`, and an `OTEL_SPANS_DROPPED` warning when the plugin unloads).
+ *
+ * Config (all optional): `endpoint` (OTLP/HTTP base URL; else `OTEL_EXPORTER_OTLP_*`, else
+ * localhost:4318), `headers`, `serviceName` (else `OTEL_SERVICE_NAME`, else `harness`),
+ * `captureContent` (default false: no prompt, completion, tool argument or result is exported),
+ * `agentName`, `metrics`, `traceparent` (else `TRACEPARENT`/`TRACESTATE` from the environment: the
+ * parent of every turn span), queue and timing bounds. `OTEL_SDK_DISABLED=true` turns it off.
+ * Secrets: content attributes pass the process's secret redactor; header values are registered
+ * with it; API keys are never read.
+ *
+ * Hot reload: spans of a turn that is running while the plugin is replaced are ended as
+ * `PLUGIN_UNLOADED`; the new generation traces from the next turn on.
+ */
+import { definePlugin, secrets, z, type SessionEventDelivery } from '../../runtime/index.ts';
+import { GenAiMetrics } from './metrics.ts';
+import { OtelPipeline, parentFromTraceparent, tracesUrl, type SpanStats } from './pipeline.ts';
+import { SessionTracer } from './trace-builder.ts';
+
+export { SessionTracer, hrTimeOf, type SessionTracerOptions } from './trace-builder.ts';
+export { GenAiMetrics, type CallMeasurement } from './metrics.ts';
+export { OtelPipeline, parentFromTraceparent, tracesUrl, DEFAULT_OTLP_ENDPOINT, type OtelPipelineOptions, type SpanStats } from './pipeline.ts';
+export { exportJournalTraces, type JournalExportOptions, type JournalExportReport } from './export.ts';
+export { GEN_AI, HARNESS, METRIC, OPERATION, ERROR_TYPE } from './conventions.ts';
+
+/** `ctx.otel`: what the live plugin did with its spans. */
+export interface OtelService {
+  /** Where traces go (for messages). */
+  readonly tracesUrl: string;
+  stats(): SpanStats;
+  /** Exports what is queued now; false when it did not finish within `timeoutMs` (default the config's `shutdownTimeoutMs`). */
+  flush(timeoutMs?: number): Promise<boolean>;
+}
+
+declare global {
+  namespace Harness {
+    interface Services {
+      otel?: OtelService;
+    }
+  }
+}
+
+/** The plugin's config (every key optional). */
+export const otelConfigSchema = z
+  .strictObject({
+    endpoint: z.url({ protocol: /^https?$/, error: 'endpoint must be an http(s) URL, e.g. http://127.0.0.1:4318' }).optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+    serviceName: z.string().min(1).optional(),
+    captureContent: z.boolean().default(false),
+    agentName: z.string().min(1).default('harness'),
+    metrics: z.boolean().default(true),
+    traceparent: z.string().optional(),
+    maxQueueSize: z.number().int().positive().default(2048),
+    maxExportBatchSize: z.number().int().positive().default(512),
+    scheduledDelayMs: z.number().int().nonnegative().default(1000),
+    exportTimeoutMs: z.number().int().positive().default(10_000),
+    metricExportIntervalMs: z.number().int().positive().default(60_000),
+    shutdownTimeoutMs: z.number().int().nonnegative().default(3000),
+  })
+  .default({
+    captureContent: false,
+    agentName: 'harness',
+    metrics: true,
+    maxQueueSize: 2048,
+    maxExportBatchSize: 512,
+    scheduledDelayMs: 1000,
+    exportTimeoutMs: 10_000,
+    metricExportIntervalMs: 60_000,
+    shutdownTimeoutMs: 3000,
+  });
+
+export type OtelConfig = z.output<typeof otelConfigSchema>;
+
+export default definePlugin({
+  name: 'otel',
+  config: otelConfigSchema,
+  setup(ctx, config) {
+    if (process.env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') {
+      ctx.report({ level: 'info', code: 'OTEL_DISABLED', message: 'OTEL_SDK_DISABLED=true: the otel plugin exports nothing.' });
+      return;
+    }
+    const redactor = secrets();
+    for (const [name, value] of Object.entries(config.headers ?? {})) redactor.add(value, `otel header ${name}`);
+    const pipeline = new OtelPipeline({
+      ...(config.endpoint === undefined ? {} : { endpoint: config.endpoint }),
+      ...(config.headers === undefined ? {} : { headers: config.headers }),
+      ...(config.serviceName === undefined ? {} : { serviceName: config.serviceName }),
+      metrics: config.metrics,
+      maxQueueSize: config.maxQueueSize,
+      maxExportBatchSize: config.maxExportBatchSize,
+      scheduledDelayMs: config.scheduledDelayMs,
+      exportTimeoutMs: config.exportTimeoutMs,
+      metricExportIntervalMs: config.metricExportIntervalMs,
+    });
+    const metrics = pipeline.meter === undefined ? undefined : new GenAiMetrics(pipeline.meter);
+    const parent = parentFromTraceparent(config.traceparent ?? process.env.TRACEPARENT, process.env.TRACESTATE);
+    const url = tracesUrl(config.endpoint);
+    const tracers = new Map<string, SessionTracer>();
+    let failed = false;
+    ctx.declareHook('session/event', 'sink');
+    ctx.on('session/event', ({ sessionId, event }: SessionEventDelivery) => {
+      try {
+        let tracer = tracers.get(sessionId);
+        if (tracer === undefined) {
+          tracer = new SessionTracer({
+            tracer: pipeline.tracer,
+            ...(metrics === undefined ? {} : { metrics }),
+            sessionId,
+            ...(parent === undefined ? {} : { parent }),
+            captureContent: config.captureContent,
+            agentName: config.agentName,
+            redact: (text) => redactor.redact(text),
+          });
+          tracers.set(sessionId, tracer);
+        }
+        tracer.push(event);
+      } catch (error) {
+        // Tracing never fails a journal append; the first failure is reported, the rest are not.
+        if (failed) return;
+        failed = true;
+        ctx.report({
+          level: 'warning',
+          code: 'OTEL_TRACE_FAILED',
+          message: `Tracing session ${sessionId} failed at seq ${event.seq} (${event.type}): ${error instanceof Error ? error.message : String(error)}`,
+        });
+      }
+    });
+    ctx.provide('otel', {
+      tracesUrl: url,
+      stats: () => pipeline.stats(),
+      flush: (timeoutMs = config.shutdownTimeoutMs) => pipeline.flush(timeoutMs),
+    });
+    ctx.onDispose(async () => {
+      for (const tracer of tracers.values()) tracer.close(Date.now(), 'PLUGIN_UNLOADED');
+      tracers.clear();
+      const finished = await pipeline.shutdown(config.shutdownTimeoutMs);
+      const { droppedSpanCount, failedSpanCount } = pipeline.stats();
+      if (droppedSpanCount > 0 || failedSpanCount > 0 || !finished) {
+        const parts = [
+          ...(droppedSpanCount > 0 ? [`${droppedSpanCount} span(s) dropped (the export queue of ${config.maxQueueSize} was full)`] : []),
+          ...(failedSpanCount > 0 ? [`${failedSpanCount} span(s) failed to export`] : []),
+          ...(finished ? [] : [`the last export did not finish within ${config.shutdownTimeoutMs} ms (what it held is lost)`]),
+        ];
+        ctx.report({ level: 'warning', code: 'OTEL_SPANS_DROPPED', message: `Traces to ${url}: ${parts.join('; ')}. Is the collector running?` });
+      }
+    });
+  },
+});
