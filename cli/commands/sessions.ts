@@ -6,8 +6,9 @@
  */
 import { resolve } from 'node:path';
 import { forkSession, HarnessError, listSessions, writeImportedSession, type SessionSummary } from '../../runtime/index.ts';
-import { selfCommand, type Io } from '../env.ts';
+import { selfCommand, shellQuote, type Io } from '../env.ts';
 import { homeRelative } from '../find-session.ts';
+import { forkInsideTurnMessage } from '../fork-seqs.ts';
 import { compactCount, formatAgo, oneLine, printable } from '../format.ts';
 import { openHarnessForReading, selfWithGlobals, sessionArgument, sessionPath, statOf, type GlobalOptions } from '../setup.ts';
 
@@ -67,13 +68,24 @@ export async function sessionsCommand(options: { json?: boolean; workspace?: str
 export async function forkCommand(source: string, options: { at: number; closeTurn?: boolean; id?: string }, globals: GlobalOptions, io: Io): Promise<number> {
   const harness = await openHarnessForReading(globals, io);
   try {
-    const { journal, repairs } = await forkSession(sessionPath(source, harness.dataDir), {
-      atSeq: options.at,
-      dataDir: harness.dataDir,
-      bus: harness.kernel.bus,
-      ...(options.closeTurn ? { closeOpenTurn: true } : {}),
-      ...(options.id ? { id: options.id } : {}),
-    });
+    const path = sessionPath(source, harness.dataDir);
+    let forked: Awaited<ReturnType<typeof forkSession>>;
+    try {
+      forked = await forkSession(path, {
+        atSeq: options.at,
+        dataDir: harness.dataDir,
+        bus: harness.kernel.bus,
+        ...(options.closeTurn ? { closeOpenTurn: true } : {}),
+        ...(options.id ? { id: options.id } : {}),
+      });
+    } catch (error) {
+      // The runtime's message speaks of its API; say it with this command's flags and the seqs allowed.
+      if (!HarnessError.is(error) || error.code !== 'FORK_INSIDE_TURN') throw error;
+      const self = `${selfWithGlobals(globals)} fork ${shellQuote(source)}`;
+      const message = await forkInsideTurnMessage(path, options.at, { session: String(error.failure.sessionId ?? source), retry: (seq) => `\`${self} --at ${seq}\`` });
+      throw new HarnessError('FORK_INSIDE_TURN', message, { details: { ...error.failure, path } });
+    }
+    const { journal, repairs } = forked;
     await journal.close();
     const parent = journal.header.parent!;
     const { c } = io;

@@ -81,6 +81,14 @@ describe('sessions, fork, import, replay', { timeout: 180_000 }, () => {
     expect(refused.stderr).toMatch(
       /^error FORK_INSIDE_TURN: .*\nhint: add --close-turn to fork there anyway \(the fork closes the open turn with synthetic events\), or fork at a seq outside the turn\.\n$/,
     );
+    // The message names the nearest seqs a fork may take, as commands; no API names.
+    const start = events.filter((e) => e.type === 'turn/start' && e.seq < inside).at(-1)!.seq;
+    const end = events.find((e) => e.type === 'turn/end' && e.seq > inside)!.seq;
+    expect(refused.stderr).toContain(
+      `is inside the turn that starts at seq ${start}: a fork there would cut a turn in half. The nearest seqs allowed are seq ${start - 1} (before it) or seq ${end} (its end):`,
+    );
+    expect(refused.stderr).toContain(`fork ${runJournal} --at ${start - 1}\` or \``);
+    expect(refused.stderr).not.toMatch(/closeOpenTurn|forkSession|\{ /);
     const closed = await harness(['fork', runJournal, '--at', String(inside), '--close-turn', '--id', 'closed'], opts());
     expect(closed.code).toBe(0);
     expect(closed.stdout).toMatch(/closed the open turn with \d+ synthetic event\(s\)/);

@@ -1,0 +1,38 @@
+/**
+ * Where a session can be forked: at a seq outside every turn and compaction (0 keeps no event). The
+ * runtime refuses any other seq with `FORK_INSIDE_TURN`; the CLI's message names the nearest seqs
+ * that are allowed and the way to fork there anyway, in the words of the command that was used.
+ */
+import { readJournal, type AnySessionEvent } from '../runtime/index.ts';
+
+/** The nearest seqs ≤ and ≥ `atSeq` where a fork is allowed (`after` absent when the journal ends inside the turn). */
+export function forkableAround(events: Iterable<Pick<AnySessionEvent, 'seq' | 'type'>>, atSeq: number): { before: number; after?: number; turnStartSeq?: number } {
+  let open = 0;
+  let before = 0;
+  let turnStartSeq: number | undefined;
+  for (const event of events) {
+    if (event.type === 'turn/start' || event.type === 'compaction/start') {
+      if (open === 0 && event.seq <= atSeq) turnStartSeq = event.seq;
+      open++;
+    } else if (event.type === 'turn/end' || event.type === 'compaction/end') open = Math.max(0, open - 1);
+    if (open > 0) continue;
+    if (event.seq <= atSeq) before = event.seq;
+    else return { before, after: event.seq, ...(turnStartSeq !== undefined ? { turnStartSeq } : {}) };
+    if (event.seq === atSeq) return { before, after: atSeq };
+  }
+  return { before, ...(turnStartSeq !== undefined ? { turnStartSeq } : {}) };
+}
+
+/**
+ * The message of a `FORK_INSIDE_TURN` for a person: which seqs are allowed near `atSeq` and how to
+ * fork there (`retry(seq)`: `/fork 12`, `harness fork … --at 12`), or where it is and what closes it.
+ */
+export async function forkInsideTurnMessage(path: string, atSeq: number, how: { session: string; retry: (seq: number) => string; closeTurn?: string }): Promise<string> {
+  const events: Pick<AnySessionEvent, 'seq' | 'type'>[] = [];
+  for await (const event of readJournal(path, { salvage: true })) events.push({ seq: event.seq, type: event.type });
+  const { before, after, turnStartSeq } = forkableAround(events, atSeq);
+  const where = turnStartSeq !== undefined ? `inside the turn that starts at seq ${turnStartSeq}` : 'inside a turn';
+  const nearest = after !== undefined ? `seq ${before} (before it) or seq ${after} (its end)` : `seq ${before} (before it; the turn has no end yet)`;
+  const tries = [how.retry(before), ...(after !== undefined ? [how.retry(after)] : [])].join(' or ');
+  return `Seq ${atSeq} of session ${how.session} is ${where}: a fork there would cut a turn in half. The nearest seqs allowed are ${nearest}: ${tries}${how.closeTurn ? `; or ${how.closeTurn} to close the turn in the fork with synthetic events` : ''}.`;
+}
