@@ -7,11 +7,13 @@
  * are shown as head and tail with a marker saying how much is not shown, and the question offers
  * `v` to print everything before answering (`v` works at any question).
  *
- * Only `y`/`yes` allows. Every other answer denies, and the journal says what happened: "the user
- * said no" for `n`/`no` only; "no answer (Enter; the default is no)", "unrecognised answer "maybe"
- * taken as no", "no answer (Ctrl-C)", "no answer (end of input)", … otherwise.
+ * Only `y`/`yes` allows once; `a`/`always` allows this call and every later call of the same tool
+ * in this session without asking again ({@link SessionAllowances}; journaled as such). Every other
+ * answer denies, and the journal says what happened: "the user said no" for `n`/`no` only; "no
+ * answer (Enter; the default is no)", "unrecognised answer "maybe" taken as no", "no answer
+ * (Ctrl-C)", "no answer (end of input)", … otherwise.
  */
-import type { ApprovalRequest } from '../runtime/index.ts';
+import type { ApprovalAnswer, ApprovalRequest, ApproveFn } from '../runtime/index.ts';
 import type { Io } from './env.ts';
 import { formatCount, oneLine, PREVIEW_CHARS, printable } from './format.ts';
 
@@ -20,6 +22,8 @@ export interface AskAnswer {
   readonly allow: boolean;
   /** Why the call was denied (journaled as the decision's reason). */
   readonly reason?: string;
+  /** The answer was "always": allow this tool for the rest of the session. */
+  readonly always?: boolean;
 }
 
 /** Asks a person about one tool call. */
@@ -75,9 +79,9 @@ export function argumentsBlock(request: Pick<ApprovalRequest, 'name' | 'argument
   return { text: `${c.dim(`  ${label} (${size}; the start and the end):`)}\n${body(text.slice(0, HEAD_CHARS))}\n${marker}\n${body(text.slice(-TAIL_CHARS))}\n`, cut };
 }
 
-/** The y/n question for a tool call (`v` offered when part of the arguments is not shown). */
+/** The y/n question for a tool call (`a` = always for this tool; `v` offered when part of the arguments is not shown). */
 export function approvalQuestion(request: Pick<ApprovalRequest, 'name' | 'permission'>, io: Io, offerView = false): string {
-  const choices = offerView ? '[y/N, v = view all]' : '[y/N]';
+  const choices = offerView ? '[y/N, a = always in this session, v = view all]' : '[y/N, a = always in this session]';
   return `${io.c.yellow('?')} allow ${io.c.bold(request.name)} ${io.c.dim(`(${request.permission})`)}? ${choices} `;
 }
 
@@ -94,6 +98,7 @@ export async function askInTerminal(request: ApprovalRequest, io: Io, question: 
     if ('none' in reply) return { allow: false, reason: `no answer (${reply.none})` };
     const answer = reply.text.trim().toLowerCase();
     if (answer === 'y' || answer === 'yes') return { allow: true };
+    if (answer === 'a' || answer === 'always') return { allow: true, always: true };
     if (answer === 'n' || answer === 'no') return { allow: false, reason: 'the user said no' };
     if (answer === 'v' || answer === 'view') {
       io.out.write(argumentsBlock(request, io, true).text);
@@ -102,5 +107,66 @@ export async function askInTerminal(request: ApprovalRequest, io: Io, question: 
     }
     if (answer === '') return { allow: false, reason: 'no answer (Enter; the default is no)' };
     return { allow: false, reason: `unrecognised answer ${JSON.stringify(oneLine(reply.text, 40))} taken as no` };
+  }
+}
+
+/** The journaled reason of an "always" answer, and of the calls it then allows. */
+export const ALWAYS_REASON = {
+  answered: (tool: string) => `the user said always: ${tool} is allowed for the rest of the session`,
+  remembered: (tool: string, turn: number) => `always: the user said always for ${tool} in turn ${turn}`,
+} as const;
+
+/**
+ * The tools a person answered "always" for, for the rest of one session (a chat's, or a run's turn).
+ * {@link ask} stands in front of the terminal question: a remembered tool is allowed without asking;
+ * {@link approver} stands in front of the policy's approver and journals such a decision as what it
+ * was (`decidedBy: 'user'`, with an {@link ALWAYS_REASON} reason). The policy still decides whether
+ * to ask at all: "always" never allows what the policy denies without asking (`deny-all`).
+ */
+export class SessionAllowances {
+  /** Tool name → the turn in which "always" was answered. */
+  private readonly tools = new Map<string, number>();
+  /** Calls answered "always" (callId → tool), or allowed because of it, not yet journaled. */
+  private readonly pending = new Map<string, 'answered' | 'remembered'>();
+
+  /** The tools allowed so far, with the turn of the "always". */
+  get allowed(): ReadonlyMap<string, number> {
+    return this.tools;
+  }
+
+  /** Forgets every "always" (another session begins). */
+  clear(): void {
+    this.tools.clear();
+    this.pending.clear();
+  }
+
+  /** Wraps the terminal question: a remembered tool is allowed without asking; an "always" is remembered. */
+  ask(inner: Ask): Ask {
+    return async (request) => {
+      if (this.tools.has(request.name)) {
+        this.pending.set(request.callId, 'remembered');
+        return { allow: true };
+      }
+      const answer = await inner(request);
+      if (answer.allow && answer.always) {
+        this.tools.set(request.name, request.turn);
+        this.pending.set(request.callId, 'answered');
+      }
+      return answer;
+    };
+  }
+
+  /** Wraps the policy's approver so an allow that came from "always" is journaled with its reason. */
+  approver(inner: ApproveFn | undefined): ApproveFn | undefined {
+    if (inner === undefined) return undefined;
+    return async (request) => {
+      const answer: ApprovalAnswer = await inner(request);
+      const why = this.pending.get(request.callId);
+      this.pending.delete(request.callId);
+      const decision = typeof answer === 'string' ? answer : answer.decision;
+      if (why === undefined || decision !== 'allow') return answer;
+      const reason = why === 'answered' ? ALWAYS_REASON.answered(request.name) : ALWAYS_REASON.remembered(request.name, this.tools.get(request.name) ?? request.turn);
+      return { decision: 'allow', decidedBy: 'user', reason };
+    };
   }
 }

@@ -78,7 +78,7 @@ export class LiveRenderer {
         break;
       case 'approval/decided':
         if (event.data.decision === 'deny') this.line(c.red(`  ✗ denied (${printable(event.data.decidedBy)}${event.data.reason ? `: ${oneLine(event.data.reason, 300)}` : ''})`));
-        else if (event.data.decidedBy === 'user') this.line(c.dim('  ✓ allowed by you'));
+        else if (event.data.decidedBy === 'user') this.line(c.dim(`  ✓ allowed by you${event.data.reason ? ` (${oneLine(event.data.reason, 300)})` : ''}`));
         break;
       case 'tool/start':
         this.wait(`running ${this.toolNames.get(event.data.callId) ?? 'tool'}…`);
@@ -289,6 +289,7 @@ export class TranscriptPrinter {
           this.print(
             `${seq} ${c.red(printable(`denied ${this.toolNames.get(event.data.callId) ?? event.data.callId} (${event.data.decidedBy}${event.data.reason ? `: ${event.data.reason}` : ''})`))}`,
           );
+        else if (event.data.reason) this.print(`${seq} ${c.dim(printable(`allowed ${this.toolNames.get(event.data.callId) ?? event.data.callId} (${event.data.decidedBy}: ${event.data.reason})`))}`);
         break;
       case 'tool/result': {
         const { text, isError } = toolResultText(event.data.message);

@@ -4,23 +4,38 @@
  * (`host.reload(name)`) and prints one line saying so, or why it failed (the old generation keeps
  * serving).
  *
- * Keys: Enter sends a prompt. Ctrl-C cancels the running turn (the REPL stays usable); a second
- * Ctrl-C — at the prompt, or before the next prompt is sent — quits, as does Ctrl-D or `/exit`.
- * SIGTERM and SIGHUP cancel the running turn the same way, then quit (exit 128 + the signal).
- * Approval policies that ask (`read-only` for write tools, `always-ask`) prompt y/n in a terminal.
- * With piped input each line is a prompt, run in order; the end of input quits after the last turn.
+ * Keys: Enter sends a prompt; Alt-Enter or Ctrl-J enters a newline instead, and a pasted block
+ * (bracketed paste) is one prompt however many lines it has (see line-input.ts). Ctrl-C cancels the
+ * running turn (the REPL stays usable); a second Ctrl-C — at the prompt, or before the next prompt
+ * is sent — quits, as does Ctrl-D or `/exit`. SIGTERM and SIGHUP cancel the running turn the same
+ * way, then quit (exit 128 + the signal). Approval policies that ask (`read-only` for write tools,
+ * `always-ask`) prompt in a terminal: y, n, a (always for that tool in this session), v (view all).
+ * With piped input each line is a prompt or a command, run in order; the end of input quits after
+ * the last one.
  *
  * A new session is created with the first prompt: quitting before one leaves no journal.
  */
 import { watch, type FSWatcher } from 'chokidar';
 import { dirname, resolve, sep } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
-import { HarnessError, readJournal, type AgentSession, type AnySessionEvent, type ApprovalRequest, type Harness, type PluginReloadedEvent, type PluginReloadFailedEvent } from '../../runtime/index.ts';
-import { askInTerminal, type Ask, type AskAnswer } from '../approval.ts';
+import {
+  forkSession,
+  HarnessError,
+  readJournal,
+  type AgentSession,
+  type AnySessionEvent,
+  type ApprovalRequest,
+  type Harness,
+  type PluginReloadedEvent,
+  type PluginReloadFailedEvent,
+} from '../../runtime/index.ts';
+import { askInTerminal, SessionAllowances, type Ask, type AskAnswer } from '../approval.ts';
 import { shellQuote, type Io } from '../env.ts';
 import { sessionsOfWorkspace } from '../find-session.ts';
+import { forkInsideTurnMessage } from '../fork-seqs.ts';
 import { formatAgo, formatMs, oneLine, printable } from '../format.ts';
 import { onStop, type StopRequest } from '../lifecycle.ts';
+import { BRACKETED_PASTE_OFF, BRACKETED_PASTE_ON, filteredTerminalInput, fromEditedLine } from '../line-input.ts';
 import { LiveRenderer, TranscriptPrinter } from '../render.ts';
 import {
   checkWorkspace,
@@ -32,6 +47,7 @@ import {
   selfWithGlobals,
   sessionArgument,
   sessionHints,
+  sessionPath,
   titleOf,
   type GlobalOptions,
   type TurnOptions,
@@ -47,6 +63,9 @@ const COMMANDS: readonly (readonly [name: string, args: string, what: string])[]
   ['/cost', '', 'tokens and cost: the last turn and the whole session'],
   ['/tools', '', 'the tools the model can call'],
   ['/sessions', '', 'the latest sessions of this workspace'],
+  ['/resume', '<session>', 'go on in another session (an id, a unique start of one, or a journal path); its last turns are shown'],
+  ['/fork', '[seq]', 'a new session from this one up to seq (default: all of it); the chat goes on in the fork'],
+  ['/compact', '', 'summarise the older turns now (the compaction plugin), keeping the last ones verbatim'],
   ['/session', '', 'the session id and journal'],
   ['/exit', '', 'quit (also /quit, Ctrl-D, or Ctrl-C twice)'],
 ];
@@ -54,7 +73,9 @@ const COMMANDS: readonly (readonly [name: string, args: string, what: string])[]
 const HELP = [
   'Type a prompt and press Enter. Commands:',
   ...COMMANDS.map(([name, args, what]) => `  ${`${name} ${args}`.padEnd(26)} ${what}`),
-  'Ctrl-C cancels the running turn. Tab completes a command.',
+  'Keys: Enter sends · Alt-Enter or Ctrl-J: a newline (shown as ␤) · a pasted block is one prompt ·',
+  '  Tab completes a command · Ctrl-C cancels the running turn (twice: quits) · Ctrl-D quits.',
+  'Approval questions: y = yes, n = no (the default), a = always for that tool in this session, v = view all.',
 ].join('\n');
 
 /** A line that is a command: `/word`, alone or followed by arguments (a path like `/etc/hosts …` is a prompt). */
@@ -120,7 +141,15 @@ class Repl {
   private readonly rl: Interface;
   private readonly terminal: boolean;
   private running: { controller: AbortController; done: Promise<void>; renderer: LiveRenderer } | undefined;
+  /** A line (prompt or command) is being handled: the next ones wait in {@link queue}. */
+  private handling = false;
+  /** Cancels a slash command that waits on a model (`/compact`): Ctrl-C. */
+  private commandController: AbortController | undefined;
   private readonly queue: string[] = [];
+  /** Tools answered "always" at an approval question, for this session. */
+  private readonly allowances = new SessionAllowances();
+  /** The terminal input readline reads (bracketed paste, newline key), when in a terminal. */
+  private readonly input: ReturnType<typeof filteredTerminalInput> | undefined;
   /** A Ctrl-C was pressed and no prompt was sent since: the next one quits. */
   private armed = false;
   private eof = false;
@@ -143,7 +172,9 @@ class Repl {
     this.terminal = process.stdin.isTTY === true && io.interactive;
     // Tab completes a slash command.
     const completer = (line: string): [string[], string] => [line.startsWith('/') ? COMMANDS.map(([name]) => name).filter((name) => name.startsWith(line)) : [], line];
-    this.rl = createInterface({ input: process.stdin, output: io.out, terminal: this.terminal, prompt: io.c.cyan('› '), completer });
+    this.input = this.terminal ? filteredTerminalInput(process.stdin) : undefined;
+    this.rl = createInterface({ input: this.input ?? process.stdin, output: io.out, terminal: this.terminal, prompt: io.c.cyan('› '), completer });
+    if (this.input) io.out.write(BRACKETED_PASTE_ON);
   }
 
   run(): Promise<number> {
@@ -163,9 +194,10 @@ class Repl {
     );
     return new Promise<number>((resolveExit) => {
       this.exit = resolveExit;
-      this.rl.on('line', (line) => {
-        if (this.running) this.queue.push(line);
-        else void this.handle(line);
+      this.rl.on('line', (edited) => {
+        const line = fromEditedLine(edited);
+        if (this.handling) this.queue.push(line);
+        else void this.drain(line);
       });
       this.rl.on('SIGINT', () => this.interrupt());
       const onSignal = () => this.interrupt();
@@ -173,7 +205,7 @@ class Repl {
       this.rl.on('close', () => {
         process.off('SIGINT', onSignal);
         this.eof = true;
-        if (!this.running && this.queue.length === 0) void this.quit(0);
+        if (!this.handling && this.queue.length === 0) void this.quit(0);
       });
       this.prompt();
     });
@@ -208,23 +240,30 @@ class Repl {
     if (!this.eof && !this.closing) this.rl.prompt();
   }
 
+  /** Handles `first`, then every line that came meanwhile, in order; then the prompt (or quits at the end of input). */
+  private async drain(first: string): Promise<void> {
+    this.handling = true;
+    try {
+      for (let line: string | undefined = first; line !== undefined && !this.closing; line = this.queue.shift()) await this.handle(line);
+    } finally {
+      this.handling = false;
+    }
+    if (this.closing) return;
+    if (this.eof) return this.quit(0);
+    this.prompt();
+  }
+
   private async handle(line: string): Promise<void> {
     const text = line.trim();
     this.armed = false;
     if (!this.terminal) this.io.out.write(`${line}\n`); // piped input: show what was sent after its prompt
-    if (text === '') return this.prompt();
+    if (text === '') return;
     const command = COMMAND_LINE.exec(text);
-    if (command) {
-      if (command[1] === 'exit' || command[1] === 'quit') return this.quit(0);
-      await this.command(command[1]!, (command[2] ?? '').trim()).catch((error: unknown) => {
-        this.io.out.write(`${this.io.c.red(`error${HarnessError.is(error) ? ` ${error.code}` : ''}:`)} ${oneLine(error instanceof Error ? error.message : String(error), 400)}\n`);
-      });
-    } else await this.turn(text);
-    if (this.closing) return;
-    const next = this.queue.shift();
-    if (next !== undefined) return this.handle(next);
-    if (this.eof) return this.quit(0);
-    this.prompt();
+    if (!command) return this.turn(text);
+    if (command[1] === 'exit' || command[1] === 'quit') return this.quit(0);
+    await this.command(command[1]!, (command[2] ?? '').trim()).catch((error: unknown) => {
+      this.io.out.write(`${this.io.c.red(`error${HarnessError.is(error) ? ` ${error.code}` : ''}:`)} ${oneLine(error instanceof Error ? error.message : String(error), 400)}\n`);
+    });
   }
 
   /**
@@ -271,8 +310,14 @@ class Repl {
         if (sessions.length === 0) return void out(c.dim(`no sessions of ${workspace} yet`));
         for (const s of sessions)
           out(`  ${s.id.slice(0, 8)}  ${oneLine(s.title ?? '(untitled)', 48).padEnd(48)}  ${c.dim(`${s.turnCount} turn${s.turnCount === 1 ? '' : 's'} · ${formatAgo(s.lastUpdateAtMs)}`)}`);
-        return void out(c.dim(`resume one with: ${selfWithGlobals(this.globals)} chat -r <id>`));
+        return void out(c.dim('go on in one with /resume <id>'));
       }
+      case 'resume':
+        return this.resume(args);
+      case 'fork':
+        return this.fork(args);
+      case 'compact':
+        return this.compact();
       default:
         throw new HarnessError('UNKNOWN_COMMAND', `/${name} is not a chat command (nothing was sent to the model). Commands: ${COMMANDS.map(([n]) => n).join(' ')}.`);
     }
@@ -280,10 +325,107 @@ class Repl {
 
   /** `provider/model` the next request uses. */
   private currentModel(): string {
+    const { provider, model } = this.currentCall();
+    return `${provider}/${model}`;
+  }
+
+  /** The provider and model the next request uses. */
+  private currentCall(): { provider: string; model: string } {
     const header = this.session?.state.header?.config;
     const defaults = this.harness.config.defaults;
     const { provider, model } = this.options.call;
-    return provider ? `${provider}/${model}` : header ? `${header.provider}/${header.model}` : `${defaults?.provider ?? 'scripted'}/${defaults?.model ?? 'scripted-default'}`;
+    if (provider && model) return { provider, model };
+    if (header) return { provider: header.provider, model: header.model };
+    return { provider: defaults?.provider ?? 'scripted', model: defaults?.model ?? 'scripted-default' };
+  }
+
+  /**
+   * `/resume <session>`: the chat goes on in another session (its last turns printed first), with
+   * that session's model; the current one is closed. Nothing changes when the other cannot be opened.
+   */
+  private async resume(args: string): Promise<void> {
+    const { c } = this.io;
+    if (args === '') throw new HarnessError('INVALID_ARGUMENTS', "/resume takes a session: its id, a unique start of it, or a journal path (/sessions lists this workspace's).");
+    const path = sessionPath(args, this.harness.dataDir);
+    if (this.session && resolve(this.session.path) === resolve(path)) return void this.io.out.write(`${c.dim(`already in session ${this.session.id}`)}\n`);
+    const next = await resumeSession(this.harness, path, this.options.cwd, this.io);
+    let call: { provider?: string; model?: string };
+    try {
+      call = await resolveCall(this.harness, {}, next); // its own model must still be there
+    } catch (error) {
+      await next.close();
+      throw error;
+    }
+    await this.switchTo(next, call);
+    this.io.out.write(`${await recapOf(next, this.harness.dataDir, this.globals, this.io)}${c.green(`resumed session ${next.id} · ${this.currentModel()}`)}\n`);
+  }
+
+  /**
+   * `/fork [seq]`: a new session from this one's events 1..seq (default: all of them), and the chat
+   * goes on in it with the same model; the original stays as it was.
+   * @throws HarnessError `FORK_INSIDE_TURN` naming the nearest seqs a fork may take, `FORK_OUT_OF_RANGE`.
+   */
+  private async fork(args: string): Promise<void> {
+    const { c } = this.io;
+    const source = this.session;
+    if (source === undefined) throw new HarnessError('NO_SESSION', 'There is no session to fork yet: it starts with the first prompt.');
+    if (args !== '' && !/^\d+$/.test(args)) throw new HarnessError('INVALID_ARGUMENTS', `/fork takes a seq (a whole number, e.g. /fork 12) or nothing; got "${oneLine(args, 40)}".`);
+    const atSeq = args === '' ? source.state.lastSeq : Number(args);
+    await source.session.checkpoint(); // the fork reads the store: every event written so far must be in it
+    let forked: Awaited<ReturnType<typeof forkSession>>;
+    try {
+      forked = await forkSession(source.path, { atSeq, store: this.harness.store, bus: this.harness.kernel.bus });
+    } catch (error) {
+      if (HarnessError.is(error) && error.code === 'FORK_INSIDE_TURN') {
+        throw new HarnessError('FORK_INSIDE_TURN', await forkInsideTurnMessage(source.path, atSeq, { session: source.id, retry: (seq) => `/fork ${seq}` }), { details: { ...error.failure } });
+      }
+      throw error;
+    }
+    await forked.journal.close();
+    const next = (await this.harness.openSession(forked.journal.id, this.options.cwd ? { cwd: this.options.cwd } : {})).session;
+    await this.switchTo(next, this.options.call);
+    this.io.out.write(`${c.green(`forked ${source.id} at seq ${atSeq} → ${next.id}`)} ${c.dim(`— the chat goes on in the fork; /resume ${source.id.slice(0, 8)} goes back`)}\n`);
+  }
+
+  /** `/compact`: the compaction plugin summarises the older turns now; one line says what happened. */
+  private async compact(): Promise<void> {
+    const { c } = this.io;
+    const compaction = this.harness.ctx.compaction;
+    if (compaction === undefined) {
+      throw new HarnessError(
+        'NO_COMPACTION_PLUGIN',
+        "/compact needs the compaction plugin, which the config does not load; add { module: 'harness-runtime/plugins/compaction' } to its plugins (defaultPlugins() from 'harness-runtime/stack' includes it).",
+      );
+    }
+    const session = this.session;
+    if (session === undefined) return void this.io.out.write(`${c.dim('nothing to compact: no session yet')}\n`);
+    const prepared = await this.harness.llm.prepareCall({ ...this.currentCall(), ...(this.options.reasoningEffort ? { reasoningEffort: this.options.reasoningEffort } : {}) });
+    const before = session.state.messages.length;
+    const controller = new AbortController();
+    this.commandController = controller;
+    this.io.out.write(`${c.dim(`compacting ${before} messages with ${this.currentModel()}…`)}\n`);
+    let result: Awaited<ReturnType<typeof compaction.compact>>;
+    try {
+      result = await compaction.compact(session.session, prepared, { signal: controller.signal });
+    } finally {
+      this.commandController = undefined;
+    }
+    if (result.outcome === 'compacted') this.io.out.write(`${c.green(`compacted: ${before} messages → ${result.messageCount} (a summary, then the turns kept verbatim)`)}\n`);
+    else if (result.outcome === 'skipped') this.io.out.write(`${c.dim('nothing to compact: there are no turns older than the ones kept verbatim')}\n`);
+    else
+      this.io.out.write(
+        `${c.red(`compaction failed — ${printable(result.failure?.code ?? 'UNKNOWN')}: ${oneLine(result.failure?.message ?? 'no summary', 300)}`)} ${c.dim('(the context is unchanged)')}\n`,
+      );
+  }
+
+  /** The chat goes on in `next`: the current session is closed; its tally and "always" answers are left behind. */
+  private async switchTo(next: AgentSession, call: { provider?: string; model?: string }): Promise<void> {
+    const previous = this.session;
+    this.session = next;
+    this.options.call = call;
+    this.tally = await UsageTally.of(next);
+    this.allowances.clear();
+    await previous?.close().catch(() => undefined);
   }
 
   private async turn(prompt: string): Promise<void> {
@@ -291,8 +433,8 @@ class Repl {
     const controller = new AbortController();
     const renderer = new LiveRenderer(this.io);
     this.cancelledBy = undefined;
-    const ask: Ask | undefined = this.terminal ? (request) => this.ask(request, renderer, controller.signal) : undefined;
-    const approve = makeApprover(this.harness, this.options.approve, ask);
+    const ask: Ask | undefined = this.terminal ? this.allowances.ask((request) => this.ask(request, renderer, controller.signal)) : undefined;
+    const approve = this.allowances.approver(makeApprover(this.harness, this.options.approve, ask));
     const done = (async () => {
       try {
         if (this.closing) return; // quit while the prompt was being sent: no session for it
@@ -373,6 +515,12 @@ class Repl {
       void this.quit(0);
       return;
     }
+    if (this.commandController) {
+      this.armed = true;
+      this.commandController.abort(new HarnessError('ABORTED', 'The command was cancelled (Ctrl-C).'));
+      this.io.out.write(`\n${this.io.c.yellow('^C cancelling the command (Ctrl-C again to quit)')}\n`);
+      return;
+    }
     if (this.running) {
       this.armed = true;
       this.cancelledBy ??= 'Ctrl-C';
@@ -402,6 +550,10 @@ class Repl {
       await running.done.catch(() => undefined);
     }
     this.rl.close();
+    if (this.input) {
+      this.io.out.write(BRACKETED_PASTE_OFF);
+      this.input.detach();
+    }
     if (this.session) this.io.out.write(`\n${sessionHints(this.session, this.harness.dataDir, this.globals, this.io)}\n`);
     else this.io.out.write(`\n${this.io.c.dim('no prompt was sent: no session was created')}\n`);
     await this.close();

@@ -19,7 +19,7 @@
 import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
 import { HarnessError, readJournalHeader, type AgentSession, type AnySessionEvent, type ApprovalRequest, type Harness, type SessionEvent } from '../../runtime/index.ts';
-import { askInTerminal, type Ask, type AskAnswer } from '../approval.ts';
+import { askInTerminal, SessionAllowances, type Ask, type AskAnswer } from '../approval.ts';
 import { sessionToResume } from '../find-session.ts';
 import { shellQuote, type Io } from '../env.ts';
 import { printable } from '../format.ts';
@@ -151,8 +151,11 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
       json?.event(title as AnySessionEvent);
     }
     const tally = resume !== undefined ? await UsageTally.of(session) : new UsageTally();
-    const ask: Ask | undefined = live && mode.canAsk && process.stdin.isTTY && io.interactive ? (request) => askOnce(request, io, live, controller.signal, () => cancelledBy) : undefined;
-    const approve = makeApprover(harness, options.approve, ask);
+    // "always" at a question holds for the rest of this run.
+    const allowances = new SessionAllowances();
+    const ask: Ask | undefined =
+      live && mode.canAsk && process.stdin.isTTY && io.interactive ? allowances.ask((request) => askOnce(request, io, live, controller.signal, () => cancelledBy)) : undefined;
+    const approve = allowances.approver(makeApprover(harness, options.approve, ask));
     let interrupts = 0;
     const onSigint = () => {
       interrupts++;

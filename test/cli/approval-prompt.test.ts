@@ -54,17 +54,17 @@ describe.skipIf(!hasTmux && !process.env.CI)('the approval prompt in a real term
     const t = terminal;
 
     // 1. A long command: its start and its end are shown, with how much is not, and `v` is offered.
-    let screen = await t.waitFor((s) => s.includes('? allow exec_command (write)? [y/N, v = view all]'), 'the first question');
+    let screen = await t.waitFor((s) => s.includes('? allow exec_command (write)? [y/N, a = always in this session, v = view all]'), 'the first question');
     expect(screen).toContain(`exec_command will run (${longCommand.length.toLocaleString('en-US')} characters; the start and the end):`);
     expect(screen).toMatch(/… [\d,]+ characters not shown — answer v to see everything …/);
     expect(screen).toContain('; echo DANGEROUS > x');
     expect(screen).toContain("echo '␛]0;PWNED␇' harmless-"); // control characters shown, not obeyed
     expect(screen).not.toContain(filler);
     t.type('v');
-    screen = await t.waitFor((s) => s.includes('? allow exec_command (write)? [y/N] '), 'the question after viewing everything');
+    screen = await t.waitFor((s) => s.includes('? allow exec_command (write)? [y/N, a = always in this session] '), 'the question after viewing everything');
     expect(screen).toContain(`echo '␛]0;PWNED␇' harmless-${filler}; echo DANGEROUS > x`);
     t.type('maybe');
-    screen = await t.waitFor((s) => s.includes('? allow write_file (write)? [y/N]'), 'the second question');
+    screen = await t.waitFor((s) => s.includes('? allow write_file (write)? [y/N, a = always in this session]'), 'the second question');
     expect(screen).toContain('✗ denied (user: unrecognised answer "maybe" taken as no)');
 
     // 2. Arguments the one-line preview cuts are shown in full, as JSON; `n` is a no.
@@ -72,14 +72,14 @@ describe.skipIf(!hasTmux && !process.env.CI)('the approval prompt in a real term
     expect(screen).toContain(JSON.stringify(note));
     t.type('n');
     screen = await t.waitFor(
-      (s) => s.includes('? allow write_file (write)? [y/N]') && s.includes('→ write_file {"path":"a.md","content":"hi"}') && count(s, '? allow write_file') === 2,
+      (s) => s.includes('? allow write_file (write)? [y/N, a = always in this session]') && s.includes('→ write_file {"path":"a.md","content":"hi"}') && count(s, '? allow write_file') === 2,
       'the third question',
     );
     expect(screen).toContain('✗ denied (user: the user said no)');
 
     // 3. Enter alone is the default: no.
     t.keys('Enter');
-    await t.waitFor((s) => s.includes('? allow exec_command (write)? [y/N]') && s.includes('→ exec_command {"command":"echo last"}'), 'the fourth question');
+    await t.waitFor((s) => s.includes('? allow exec_command (write)? [y/N, a = always in this session]') && s.includes('→ exec_command {"command":"echo last"}'), 'the fourth question');
 
     // 4. Ctrl-C at the question: no, and the turn is cancelled.
     t.keys('C-c');

@@ -1,6 +1,9 @@
 /**
  * `harness chat` in a real terminal (tmux): a prompt streams an answer; Ctrl-C mid-answer cancels the
- * turn and the REPL stays usable (the next prompt is answered); a second Ctrl-C quits.
+ * turn and the REPL stays usable (the next prompt is answered); a second Ctrl-C quits. An unknown
+ * `/word` is an error, a bracketed paste of three lines is one prompt, Alt-Enter enters a newline,
+ * "always" at an approval question allows that tool for the rest of the session (journaled as
+ * such), and `/model` switches the model of the next request.
  *
  * Needs tmux (`apt-get install tmux`; .ci/run installs it). Without tmux the test is skipped locally
  * and fails on CI.
@@ -8,7 +11,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bin, cleanEnv, harness, journals, projectRoot, readEvents, tempDir } from './support.ts';
+import { bin, cleanEnv, harness, journals, projectRoot, readEvents, tempDir, writeProject as writeSpecProject } from './support.ts';
 import { count, hasTmux, Terminal } from './terminal.ts';
 
 const project = tempDir('chat');
@@ -103,16 +106,16 @@ describe.skipIf(!hasTmux && !process.env.CI)('harness chat in a real terminal', 
     const t = terminal;
     await t.waitFor((s) => s.includes('approvals always-ask') && s.includes('› '), 'the banner');
     t.type('What is in this workspace?');
-    await t.waitFor((s) => s.includes('→ list_dir {"path":"."}') && s.includes('? allow list_dir (read)? [y/N]'), 'the first question');
+    await t.waitFor((s) => s.includes('→ list_dir {"path":"."}') && s.includes('? allow list_dir (read)? [y/N, a = always in this session]'), 'the first question');
     t.type('y');
-    await t.waitFor((s) => s.includes('? allow read_file (read)? [y/N]'), 'the second question');
+    await t.waitFor((s) => s.includes('? allow read_file (read)? [y/N, a = always in this session]'), 'the second question');
     t.type('n');
     let screen = await t.waitFor((s) => s.includes('but I could not read README.md') && s.trimEnd().endsWith('›'), 'the reply');
     expect(screen).toContain('✓ allowed by you');
     expect(screen).toContain('✗ denied (user: the user said no)');
     // Ctrl-C at the question: a no that says so, and the turn is cancelled; the REPL stays.
     t.type('Look again.');
-    await t.waitFor((s) => count(s, '? allow list_dir (read)? [y/N]') === 2, 'the question of the second turn');
+    await t.waitFor((s) => count(s, '? allow list_dir (read)? [y/N, a = always in this session]') === 2, 'the question of the second turn');
     t.keys('C-c');
     screen = await t.waitFor((s) => s.includes('cancelled — the turn was aborted; the session goes on') && s.trimEnd().endsWith('›'), 'the cancelled turn');
     expect(screen).toContain('✗ denied (user: no answer (Ctrl-C))');
@@ -125,6 +128,78 @@ describe.skipIf(!hasTmux && !process.env.CI)('harness chat in a real terminal', 
       ['deny', 'user', 'no answer (Ctrl-C)'],
     ]);
     expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['completed', 'aborted']);
+  });
+});
+
+describe.skipIf(!hasTmux && !process.env.CI)('chat input and commands in a real terminal', { timeout: 240_000 }, () => {
+  it('an unknown /word is an error; a pasted block is one prompt; Alt-Enter is a newline; "always" holds for the session; /model switches', async () => {
+    expect(hasTmux, 'tmux is needed for this test (apt-get install tmux)').toBe(true);
+    const config = writeSpecProject(join(project.dir, 'input-project'), {
+      defaults: { provider: 'scripted', model: 'scripted-default' },
+      plugins: [{ name: 'llm-scripted', config: { paceMs: 5, fragmentChars: 8 } }, { name: 'tools-workspace' }, { name: 'approvals' }],
+      scripts: { second: { replies: [{ reply: { text: 'Answer of the second model.' } }] } },
+    });
+    const { workspace } = writeProject();
+    const home = join(project.dir, 'home-input');
+    terminal = new Terminal(
+      `'${process.execPath}' '${bin}' chat --approve always-ask --config '${config}' --cwd '${workspace}'; echo "EXITED:$?"; sleep 120`,
+      cleanEnv({ HARNESS_HOME: home, TERM: 'xterm-256color' }),
+    );
+    const t = terminal;
+    await t.waitFor((s) => s.includes('approvals always-ask') && s.includes('› '), 'the banner');
+
+    // 1. An unknown /word: an error listing the commands; nothing reaches the model (no session yet).
+    t.type('/nope what');
+    await t.waitFor((s) => s.includes('error UNKNOWN_COMMAND: /nope is not a chat command (nothing was sent to the model). Commands: /help'), 'the unknown command');
+    expect(journals(home)).toEqual([]);
+
+    // 2. A bracketed paste of three lines: one prompt, shown with ␤ where the lines break, sent by Enter.
+    t.paste('first line\nsecond line\nthird line');
+    await t.waitFor((s) => s.includes('› first line␤second line␤third line'), 'the pasted block on the prompt line');
+    t.keys('Enter');
+    // 3. "always" for list_dir; a plain yes for read_file.
+    await t.waitFor((s) => s.includes('? allow list_dir (read)? [y/N, a = always in this session]'), 'the list_dir question');
+    t.type('a');
+    await t.waitFor((s) => s.includes('? allow read_file (read)? [y/N, a = always in this session]'), 'the read_file question');
+    t.type('y');
+    let screen = await t.waitFor((s) => s.includes('Here is what I found') && s.trimEnd().endsWith('›'), 'the first reply');
+    expect(screen).toContain('✓ allowed by you (the user said always: list_dir is allowed for the rest of the session)');
+
+    // 4. Alt-Enter enters a newline; list_dir is not asked again, read_file is.
+    t.type('Again', false);
+    t.keys('M-Enter');
+    t.type('one more line', false);
+    await t.waitFor((s) => s.includes('› Again␤one more line'), 'the two-line prompt being edited');
+    t.keys('Enter');
+    screen = await t.waitFor((s) => count(s, '? allow read_file (read)? [y/N, a = always in this session]') === 2, 'the second read_file question');
+    expect(count(screen, '? allow list_dir (read)?')).toBe(1);
+    expect(screen).toContain('✓ allowed by you (always: the user said always for list_dir in turn 1)');
+    t.type('n');
+    await t.waitFor((s) => s.includes('but I could not read README.md') && s.trimEnd().endsWith('›'), 'the second reply');
+
+    // 5. /model: the next request goes to the other model.
+    t.type('/model scripted/second');
+    await t.waitFor((s) => s.includes('model scripted/second — the next request uses it'), 'the switch');
+    t.type('Third.');
+    await t.waitFor((s) => s.includes('Answer of the second model.') && s.trimEnd().endsWith('›'), 'the reply of the second model');
+    t.type('/exit');
+    await t.waitFor((s) => s.includes('EXITED:0'), 'the chat to quit');
+
+    const events = readEvents(join(home, 'sessions', journals(home)[0]!));
+    expect(events.filter((e) => e.type === 'user/message').map((e) => e.data.message.content[0].text)).toEqual(['first line\nsecond line\nthird line', 'Again\none more line', 'Third.']);
+    const names = new Map(events.filter((e) => e.type === 'tool/call').map((e) => [e.data.callId, e.data.name]));
+    expect(events.filter((e) => e.type === 'approval/decided').map((e) => [names.get(e.data.callId), e.data.decision, e.data.decidedBy, e.data.reason])).toEqual([
+      ['list_dir', 'allow', 'user', 'the user said always: list_dir is allowed for the rest of the session'],
+      ['read_file', 'allow', 'user', undefined],
+      ['list_dir', 'allow', 'user', 'always: the user said always for list_dir in turn 1'],
+      ['read_file', 'deny', 'user', 'the user said no'],
+    ]);
+    expect(events.filter((e) => e.type === 'request/header').map((e) => [e.data.header.config.model, e.data.reason])).toEqual([
+      ['scripted-default', 'initial'],
+      ['second', 'change'],
+    ]);
+    expect(events.filter((e) => e.type === 'turn/end').map((e) => e.data.reason)).toEqual(['completed', 'completed', 'completed']);
+    terminal.close();
   });
 });
 

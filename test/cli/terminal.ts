@@ -20,6 +20,12 @@ export class Terminal {
     if (enter) this.keys('Enter');
   }
 
+  /** Pastes text as a terminal does: bracketed (`ESC[200~ … ESC[201~`) when the program asked for it, line ends as CR. */
+  paste(text: string): void {
+    execFileSync('tmux', ['-L', this.socket, 'set-buffer', '-b', 'paste', '--', text]);
+    execFileSync('tmux', ['-L', this.socket, 'paste-buffer', '-p', '-d', '-b', 'paste', '-t', 'main']);
+  }
+
   keys(...keys: string[]): void {
     execFileSync('tmux', ['-L', this.socket, 'send-keys', '-t', 'main', ...keys]);
   }
