@@ -139,8 +139,12 @@ describe('readers that stop reading', { timeout: 120_000 }, () => {
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const exited = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
-    // Wait until the harness has written all it can (it is blocked on the full pipe).
-    await new Promise((r) => setTimeout(r, 3000));
+    // Wait until the harness is writing (its signal handlers are in place by then: a loaded machine
+    // can take seconds to get there), then a moment more for it to block on the full pipe.
+    const startedAt = Date.now();
+    while (child.stdout.readableLength === 0 && child.exitCode === null && Date.now() - startedAt < 60_000) await new Promise((r) => setTimeout(r, 50));
+    expect(child.stdout.readableLength).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 1000));
     expect(child.exitCode).toBeNull();
     const killedAt = Date.now();
     child.kill('SIGTERM');
