@@ -39,7 +39,7 @@ export { z } from 'zod';
 
 // ── Errors (seed 003 "错误与观察") ──────────────────────────────────────────────────────────────
 export { HarnessError, getErrorInfo, type HarnessErrorOptions, type Failure, type Issue, type ErrorInfo } from './kernel/errors.ts';
-export { SecretRedactor, secrets, sdkLogger, SECRET_ENV_NAME, type SdkLogger } from './kernel/secrets.ts';
+export { SecretRedactor, SecretStream, secrets, sdkLogger, SECRET_ENV_NAME, type SdkLogger } from './kernel/secrets.ts';
 export { LlmError, llmFailure } from './llm/errors.ts';
 
 // ── The model vocabulary and ctx.llm (seed 002) ──────────────────────────────────────────────

@@ -11,6 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { HookBus } from '../kernel/bus.ts';
 import { HarnessError, getErrorInfo } from '../kernel/errors.ts';
+import { secrets } from '../kernel/secrets.ts';
 import { BlockAssembler } from '../llm/assembler.ts';
 import { callConfigEquals, markAgentLoopRequest, type RetryPolicyConfig } from '../llm/call-config.ts';
 import { failureOf, isProgrammingError, llmFailure, pluginFailure } from '../llm/errors.ts';
@@ -516,6 +517,15 @@ export class AgentSession {
     let journaledChars = 0;
     const cap = tool.maxOutputChars ?? 16_000;
     const startedAtMs = performance.now();
+    // Live output is masked piece by piece: a secret split across two pieces is held back until it is whole.
+    const masked = secrets().stream();
+    const emit = (text: string): void => {
+      // Streamed output is shown live; the journal keeps at most the output cap of it.
+      if (text === '' || (cap > 0 && journaledChars >= cap)) return;
+      const piece = cap > 0 ? text.slice(0, cap - journaledChars) : text;
+      journaledChars += piece.length;
+      void this.append('tool/output', { turn, step, callId: call.id, text: piece }, { ignorable: true }).catch(() => undefined);
+    };
     try {
       return await bus.waterfall('tools/execute', { session: this.handle, turn, step, callId: call.id, tool, input, signal }, (payload) =>
         runTool(payload.tool, payload.input, {
@@ -530,13 +540,7 @@ export class AgentSession {
           ...(approve ? { approve } : {}),
           // One hop per level: the child's own origin (its children) goes after the child's id.
           onForward: (event, hop) => channel?.push(Object.freeze({ ...event, origin: [hop, ...(event.origin ?? [])] }) as ForwardedEvent),
-          onOutput: (text) => {
-            // Streamed output is shown live; the journal keeps at most the output cap of it.
-            if (cap > 0 && journaledChars >= cap) return;
-            const piece = cap > 0 ? text.slice(0, cap - journaledChars) : text;
-            journaledChars += piece.length;
-            void this.append('tool/output', { turn, step, callId: call.id, text: piece }, { ignorable: true }).catch(() => undefined);
-          },
+          onOutput: (text) => emit(masked.push(text)),
         }),
       );
     } catch (error) {
@@ -546,6 +550,8 @@ export class AgentSession {
         `The tool call failed: ${error instanceof Error ? error.message : String(error)}`,
         Math.round(performance.now() - startedAtMs),
       );
+    } finally {
+      emit(masked.flush()); // the end of the output, held back in case it began a secret
     }
   }
 

@@ -58,6 +58,44 @@ export class SecretRedactor {
     return text;
   }
 
+  /**
+   * A masker for text that arrives in pieces (a tool's live output): see {@link SecretStream}.
+   * Each piece of output is masked, and a piece that may end inside a value is held back until the
+   * next piece (or `flush()`) says whether it does.
+   */
+  stream(): SecretStream {
+    return new SecretStream(this);
+  }
+
+  /**
+   * Where `text` could still be cut inside a known value: the start of its longest suffix that is a
+   * proper prefix of a value (or of its JSON form), moved back over any whole value straddling that
+   * point; `text.length` when there is none. @internal (used by {@link SecretStream}).
+   */
+  safeEnd(text: string): number {
+    let cut = text.length;
+    const secrets = this.secrets;
+    for (let s = 0; s < secrets.length; s++) {
+      const secret = secrets[s]!;
+      cut = prefixStart(text, secret.value, cut);
+      if (secret.json !== secret.value) cut = prefixStart(text, secret.json, cut);
+    }
+    // A whole value across the cut would reach the output in two pieces: hold it all (masked next time).
+    for (let moved = cut < text.length; moved; ) {
+      moved = false;
+      for (const secret of secrets) {
+        for (const form of secret.json === secret.value ? [secret.value] : [secret.value, secret.json]) {
+          const at = text.indexOf(form, Math.max(0, cut - form.length + 1));
+          if (at !== -1 && at < cut && at + form.length > cut) {
+            cut = at;
+            moved = true;
+          }
+        }
+      }
+    }
+    return cut;
+  }
+
   /** True when `text` holds a known value. */
   holds(text: string): boolean {
     for (const secret of this.secrets) if (text.includes(secret.value)) return true;
@@ -101,6 +139,45 @@ export class SecretRedactor {
       }
     }
     return out ?? value;
+  }
+}
+
+/** The start of the longest suffix of `text` that is a proper prefix of `value`, if it starts before `cut`; else `cut`. */
+function prefixStart(text: string, value: string, cut: number): number {
+  const first = value.charCodeAt(0);
+  for (let i = Math.max(0, text.length - value.length + 1); i < cut; i++) {
+    if (text.charCodeAt(i) === first && value.startsWith(text.slice(i))) return i;
+  }
+  return cut;
+}
+
+/**
+ * Masks text that arrives in pieces (made by {@link SecretRedactor.stream}): a known value split
+ * across two pieces is still masked. `push(piece)` returns what can be shown now — masked, without
+ * the end of the text that could be the start of a value (held back: at most the longest value's
+ * length minus one); `flush()` returns what is held, masked, when no piece follows. The
+ * concatenation of every result equals `redact()` of the whole text.
+ */
+export class SecretStream {
+  private held = '';
+
+  constructor(private readonly redactor: SecretRedactor) {}
+
+  /** What of `held + piece` can be shown now, masked. */
+  push(piece: string): string {
+    const redactor = this.redactor;
+    if (redactor.size === 0 && this.held === '') return piece;
+    const text = this.held + piece;
+    const cut = redactor.safeEnd(text);
+    this.held = text.slice(cut);
+    return redactor.redact(cut === text.length ? text : text.slice(0, cut));
+  }
+
+  /** The text still held back, masked ('' when none); the stream is empty afterwards. */
+  flush(): string {
+    const rest = this.held;
+    this.held = '';
+    return rest === '' ? '' : this.redactor.redact(rest);
   }
 }
 
