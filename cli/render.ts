@@ -231,9 +231,12 @@ export class LiveRenderer {
 export class TranscriptPrinter {
   private readonly io: Io;
   private readonly toolNames = new Map<string, string>();
+  /** Put before every line: a child session's (subagent's) transcript is indented under its parent's. */
+  private readonly indent: string;
 
-  constructor(io: Io) {
+  constructor(io: Io, indent = '') {
     this.io = io;
+    this.indent = indent;
   }
 
   header(header: SessionHeader, path: string): void {
@@ -242,6 +245,10 @@ export class TranscriptPrinter {
     const lines = [`${c.bold('session')} ${printable(header.id)}`, `${c.dim('journal')} ${printable(path)}`, `${c.dim('created')} ${created}`];
     if (header.cwd) lines.push(`${c.dim('cwd')}     ${printable(header.cwd)}`);
     if (header.parent) lines.push(`${c.dim('fork of')} ${printable(header.parent.sessionId)} at seq ${header.parent.seq}`);
+    if (header.parentSession)
+      lines.push(
+        `${c.dim('subagent of')} ${printable(header.parentSession.sessionId)}${header.parentSession.callId ? ` (call ${printable(header.parentSession.callId)})` : ''}, depth ${header.parentSession.depth}`,
+      );
     if (header.importedFrom) lines.push(`${c.dim('imported')} from ${printable(header.importedFrom.format)} ${printable(header.importedFrom.path)}`);
     this.print(lines.join('\n'));
   }
@@ -346,6 +353,6 @@ export class TranscriptPrinter {
   }
 
   print(text: string): void {
-    this.io.out.write(`${text}\n`);
+    this.io.out.write(this.indent === '' ? `${text}\n` : `${text.replace(/^/gm, this.indent)}\n`);
   }
 }

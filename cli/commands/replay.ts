@@ -4,7 +4,20 @@
  * re-run through llm-replay (exit 1 on divergence, see cassette.ts).
  */
 import { isDeepStrictEqual } from 'node:util';
-import { assembleChunks, HarnessError, openSession, readJournal, readJournalHeader, recordedCalls, type AnySessionEvent, type OpenedSession, type SessionState } from '../../runtime/index.ts';
+import {
+  assembleChunks,
+  HarnessError,
+  listChildSessions,
+  openSession,
+  readJournal,
+  readJournalHeader,
+  recordedCalls,
+  type AnySessionEvent,
+  type JournalStore,
+  type OpenedSession,
+  type SessionHeader,
+  type SessionState,
+} from '../../runtime/index.ts';
 import { Folder, initialState, unansweredToolCalls } from '../../runtime/internal.ts';
 import type { Io } from '../env.ts';
 import { formatUsage, oneLine, printable } from '../format.ts';
@@ -73,13 +86,13 @@ export async function replayCommand(session: string, options: ReplayOptions, glo
     const path = sessionPath(session, harness.dataDir);
     if (options.verify) return await verify(path, io);
     if (options.at !== undefined) return await stateAtSeq(path, options.at, options.json === true, io);
-    return await transcript(path, options, io);
+    return await transcript(path, options, io, harness.store);
   } finally {
     await harness.dispose();
   }
 }
 
-async function transcript(path: string, options: ReplayOptions, io: Io): Promise<number> {
+async function transcript(path: string, options: ReplayOptions, io: Io, store: JournalStore): Promise<number> {
   const header = await readJournalHeader(path);
   const skipped: string[] = [];
   const onSkip = (line: { lineNumber: number; reason: string }) => skipped.push(`line ${line.lineNumber}: ${line.reason}`);
@@ -93,16 +106,102 @@ async function transcript(path: string, options: ReplayOptions, io: Io): Promise
     const usage: Record<string, number> = {};
     let turns = 0;
     let last = 0;
+    const children = await ChildTranscripts.of(header.id, store, io, '      ');
     for await (const event of events) {
+      children.before(event);
       printer.event(event);
+      children.after(event);
       last = event.seq;
       if (event.type === 'turn/start') turns++;
       if (event.type === 'assistant/message' && event.data.usage) for (const [k, v] of Object.entries(event.data.usage)) if (typeof v === 'number') usage[k] = (usage[k] ?? 0) + v;
     }
-    io.out.write(`\n${io.c.dim(`${last} events · ${turns} turn${turns === 1 ? '' : 's'} · ${formatUsage(usage)}`)}\n`);
+    children.rest();
+    const childUsage = children.usage();
+    const rolled = Object.keys(childUsage).length > 0 ? ` · subagents ${formatUsage(childUsage)}` : '';
+    io.out.write(`\n${io.c.dim(`${last} events · ${turns} turn${turns === 1 ? '' : 's'} · ${formatUsage(usage)}${rolled}`)}\n`);
   }
   for (const line of skipped) io.err.write(io.c.yellow(`skipped ${printable(line)}\n`));
   return 0;
+}
+
+/**
+ * The child sessions (subagents) of a transcript's session, printed indented where the parent ran
+ * them: a child's turn at the parent's `subagent/end` that names it (the subagents plugin's record),
+ * else — an imported session, a journal without those records — the whole child before the result
+ * of the tool call its header names; any child not placed yet after the parent's last event.
+ * Grandchildren are printed inside their parent the same way.
+ */
+class ChildTranscripts {
+  private readonly printed = new Set<string>();
+
+  private constructor(
+    private readonly children: readonly { header: SessionHeader; turns: Map<number, AnySessionEvent[]>; nested: ChildTranscripts }[],
+    private readonly io: Io,
+    private readonly indent: string,
+  ) {}
+
+  static async of(parentId: string, store: JournalStore, io: Io, indent: string): Promise<ChildTranscripts> {
+    const children = [];
+    for (const summary of await listChildSessions(parentId, store)) {
+      const turns = new Map<number, AnySessionEvent[]>();
+      let turn = 1;
+      for await (const event of readJournal(summary.path)) {
+        if (event.type === 'turn/start') turn = event.data.turn;
+        const list = turns.get(turn) ?? [];
+        list.push(event);
+        turns.set(turn, list);
+      }
+      children.push({ header: await readJournalHeader(summary.path), turns, nested: await ChildTranscripts.of(summary.id, store, io, `${indent}      `) });
+    }
+    return new ChildTranscripts(children, io, indent);
+  }
+
+  /** Before a parent event: a tool result whose call spawned a child not shown yet shows the child first. */
+  before(event: AnySessionEvent): void {
+    if (event.type !== 'tool/result') return;
+    for (const child of this.children) if (child.header.parentSession?.callId === event.data.callId) for (const turn of child.turns.keys()) this.print(child, turn);
+  }
+
+  /** After a parent event: `subagent/end` shows the child turn it names. */
+  after(event: AnySessionEvent): void {
+    if ((event.type as string) !== 'subagent/end') return;
+    const data = event.data as unknown as { childSessionId?: unknown; childTurn?: unknown };
+    const child = this.children.find((c) => c.header.id === data.childSessionId);
+    if (child !== undefined && typeof data.childTurn === 'number') this.print(child, data.childTurn);
+  }
+
+  /** Every child turn not shown yet. */
+  rest(): void {
+    for (const child of this.children) for (const turn of child.turns.keys()) this.print(child, turn);
+  }
+
+  /** Token totals of every child (and theirs). */
+  usage(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const child of this.children) {
+      for (const events of child.turns.values())
+        for (const event of events)
+          if (event.type === 'assistant/message' && event.data.usage) for (const [k, v] of Object.entries(event.data.usage)) if (typeof v === 'number') out[k] = (out[k] ?? 0) + v;
+      for (const [k, v] of Object.entries(child.nested.usage())) out[k] = (out[k] ?? 0) + v;
+    }
+    return out;
+  }
+
+  private print(child: ChildTranscripts['children'][number], turn: number): void {
+    const key = `${child.header.id}\u0000${turn}`;
+    const events = child.turns.get(turn);
+    if (events === undefined || this.printed.has(key)) return;
+    this.printed.add(key);
+    const { c } = this.io;
+    const printer = new TranscriptPrinter(this.io, this.indent);
+    printer.print(c.magenta(`↳ subagent ${printable(child.header.id)}${child.turns.size > 1 ? ` · turn ${turn}` : ''}`));
+    for (const event of events) {
+      child.nested.before(event);
+      printer.event(event);
+      child.nested.after(event);
+    }
+    if (turn === Math.max(...child.turns.keys())) child.nested.rest();
+  }
 }
 
 async function stateAtSeq(path: string, seq: number, json: boolean, io: Io): Promise<number> {

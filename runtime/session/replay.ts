@@ -131,6 +131,16 @@ export async function listSessions(dataDirOrStore?: string | JournalStore): Prom
   return store.list();
 }
 
+/**
+ * The child sessions (subagents) of a session: those whose header's `parentSession` names it, oldest
+ * first. Replay, fork and cassette of a parent use this link (it is the one every child has,
+ * imported ones included).
+ */
+export async function listChildSessions(parentId: string, dataDirOrStore?: string | JournalStore): Promise<SessionSummary[]> {
+  const all = await listSessions(dataDirOrStore);
+  return all.filter((summary) => summary.parentSession?.sessionId === parentId).sort((a, b) => (a.createdAtMs ?? 0) - (b.createdAtMs ?? 0) || a.id.localeCompare(b.id));
+}
+
 /** One model call as a journal recorded it (what a cassette replays). */
 export interface RecordedCall {
   /** 0-based position among all recorded calls. */
