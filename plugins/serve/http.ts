@@ -15,6 +15,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { HarnessError, type AnySessionEvent } from '../../runtime/index.ts';
 import type { TurnQueue } from './queue.ts';
+import { addViewerRoutes, isViewerUrl } from './viewer.ts';
 import type { TurnService } from './turns.ts';
 
 export interface HttpOptions {
@@ -28,6 +29,13 @@ export interface HttpOptions {
   readonly queue?: TurnQueue;
   /** An event stream whose client reads too slowly is closed past this many queued events (it reconnects with Last-Event-ID). */
   readonly maxQueuedEvents?: number;
+  /**
+   * Only reads (`harness view`): every request but GET and HEAD answers 403 `READ_ONLY`, so no turn,
+   * abort or approval can be made through this server.
+   */
+  readonly readOnly?: boolean;
+  /** The built viewer served at `/viewer/` (default the package's `dist/viewer`, see viewer.ts). */
+  readonly viewerDir?: string;
 }
 
 const STATUS: Readonly<Record<string, number>> = {
@@ -39,6 +47,7 @@ const STATUS: Readonly<Record<string, number>> = {
   SEQ_OUT_OF_RANGE: 400,
   INVALID_LAST_EVENT_ID: 400,
   UNAUTHORIZED: 401,
+  READ_ONLY: 403,
   NOT_FOUND: 404,
   SESSION_NOT_FOUND: 404,
   APPROVAL_NOT_FOUND: 404,
@@ -85,7 +94,7 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
   const streams = new Map<AbortController, Promise<void>>();
 
   app.addHook('onRequest', async (request, reply) => {
-    if (request.url === '/v1/health') return;
+    if (request.url === '/v1/health' || isViewerUrl(request.url)) return;
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (match === null || !timingSafeEqual(digest(match[1]!), expected)) {
@@ -100,6 +109,13 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
         );
     }
   });
+
+  if (options.readOnly) {
+    app.addHook('onRequest', async (request) => {
+      if (request.method !== 'GET' && request.method !== 'HEAD')
+        throw new HarnessError('READ_ONLY', 'This server only reads sessions (harness view); run turns, aborts and approvals through harness serve.');
+    });
+  }
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
@@ -123,9 +139,16 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
 
   app.setNotFoundHandler((request, reply) => reply.code(404).send(errorBody('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}; the API is under /v1 (see cookbook/serve.md).`)));
 
-  app.get('/v1/health', async () => ({ ok: true }));
+  app.get('/v1/health', async () => ({ ok: true, readOnly: options.readOnly === true }));
 
-  app.get('/v1/sessions', async () => ({ sessions: (await turns.listSessions()).map(({ path: _path, ...summary }) => summary) }));
+  app.get('/v1/sessions', async () => ({
+    sessions: (await turns.listSessions()).map(({ path: _path, ...summary }) => {
+      const running = turns.runningTurnOf(summary.id);
+      return running === undefined ? summary : { ...summary, runningTurn: running };
+    }),
+  }));
+
+  addViewerRoutes(app, options.viewerDir);
 
   app.post<{ Body: { id?: string; cwd?: string; title?: string } | undefined }>(
     '/v1/sessions',

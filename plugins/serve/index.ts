@@ -26,6 +26,7 @@ export { ApprovalDesk, type PendingApproval, type ApprovalReply } from './approv
 export { EventQueue } from './tail.ts';
 export { TurnQueue, TURN_QUEUE, type TurnQueueOptions, type QueuedTurn } from './queue.ts';
 export { buildApp, errorBody, statusOf, type HttpOptions } from './http.ts';
+export { addViewerRoutes, defaultViewerDir, VIEWER_CSP } from './viewer.ts';
 
 /** The environment variable a server's bearer token is read from (else one is generated). */
 export const TOKEN_ENV = 'HARNESS_SERVE_TOKEN';
@@ -71,6 +72,10 @@ export interface StartOptions extends Partial<ServeSettings> {
   readonly cwd?: string;
   /** With `queue`: finer timings (tests). */
   readonly queueTuning?: Pick<TurnQueueOptions, 'retryDelaySeconds' | 'pollingIntervalSeconds' | 'maintenanceIntervalSeconds'>;
+  /** Only reads: no turn, abort or approval (`harness view`; see {@link HttpOptions.readOnly}). */
+  readonly readOnly?: boolean;
+  /** The built viewer to serve at `/viewer/` (default the package's `dist/viewer`). */
+  readonly viewerDir?: string;
 }
 
 /** A listening server. */
@@ -128,7 +133,13 @@ export async function startServer(harness: Harness, settings: ServeSettings, opt
       queue = await TurnQueue.open(turns, { url: merged.queue, concurrency: merged.queueConcurrency, expireInSeconds: merged.queueExpireSeconds, ...queueTuning(options) });
       await queue.work();
     }
-    app = buildApp(turns, { token, maxBodyBytes: merged.maxBodyBytes, ...(queue ? { queue } : {}) });
+    app = buildApp(turns, {
+      token,
+      maxBodyBytes: merged.maxBodyBytes,
+      ...(queue ? { queue } : {}),
+      ...(options.readOnly ? { readOnly: true } : {}),
+      ...(options.viewerDir ? { viewerDir: options.viewerDir } : {}),
+    });
     await app.listen({ host: merged.host, port: merged.port });
   } catch (error) {
     await queue?.stop().catch(() => undefined);

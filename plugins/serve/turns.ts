@@ -357,6 +357,12 @@ export class TurnService {
     return { turn: running.turn };
   }
 
+  /** The turn this server is running in the session (its number and first seq), if any. */
+  runningTurnOf(sessionId: string): { readonly turn: number; readonly startSeq: number } | undefined {
+    const running = this.running.get(sessionId);
+    return running?.turn === undefined ? undefined : { turn: running.turn, startSeq: running.startSeq! };
+  }
+
   /** The calls of the session waiting for an answer. @throws HarnessError `SESSION_NOT_FOUND`. */
   pendingApprovals(sessionId: string): PendingApproval[] {
     this.pathOf(sessionId);
