@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // `npm run build`: compiles runtime/, plugins/, cli/ and testing/ with tsc (tsconfig.build.json:
 // ESM JavaScript, .d.ts, source maps) into dist/, then copies the non-TypeScript modules the code
-// loads at run time (the hot-reload resolve hook). `--if-stale` (npm pack, npm run check:package)
+// loads at run time (the hot-reload resolve hook), then builds the session viewer (viewer/, Vite)
+// into dist/viewer/ (scripts/build-viewer.mjs). `--if-stale` (npm pack, npm run check:package)
 // skips the build when no source file is newer than the last build and dist/ holds nothing whose
 // source is gone; otherwise it builds again from scratch.
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -26,17 +27,19 @@ function* files(dir) {
 }
 
 const inputs = () => [...sources.flatMap((dir) => [...files(join(root, dir))]), join(root, 'tsconfig.json'), join(root, 'tsconfig.build.json')];
+const viewerInputs = () => [...files(join(root, 'viewer'))];
 
 /** Whether dist/ is as the sources are: built after every source change, and no output whose source is gone. */
 function fresh() {
   if (!existsSync(stamp)) return false;
   const built = statSync(stamp).mtimeMs;
   const sourceFiles = inputs();
-  if (sourceFiles.some((file) => statSync(file).mtimeMs > built)) return false;
+  if ([...sourceFiles, ...viewerInputs()].some((file) => statSync(file).mtimeMs > built)) return false;
+  if (!existsSync(join(dist, 'viewer', 'index.html'))) return false;
   const expected = new Set(sourceFiles.map((file) => relative(root, file).replace(/\.ts$/, '.js')));
   return [...files(dist)].every((file) => {
     const rel = relative(dist, file);
-    return rel === '.tsbuildinfo' || expected.has(rel.replace(/\.d\.ts(\.map)?$|\.js\.map$/, '.js'));
+    return rel === '.tsbuildinfo' || rel.startsWith(`viewer${sep}`) || expected.has(rel.replace(/\.d\.ts(\.map)?$|\.js\.map$/, '.js'));
   });
 }
 
@@ -51,3 +54,7 @@ if (result.status !== 0) process.exit(result.status ?? 1);
 for (const file of inputs()) {
   if (/\.[cm]?js$/.test(file)) cpSync(file, join(dist, relative(root, file)));
 }
+
+// The session viewer: viewer/ → dist/viewer/ (Vite); its assets ship in the package.
+const viewer = spawnSync(process.execPath, [join(root, 'scripts', 'build-viewer.mjs')], { stdio: 'inherit', cwd: root });
+if (viewer.status !== 0) process.exit(viewer.status ?? 1);
