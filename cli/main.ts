@@ -179,6 +179,16 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     });
 
   program
+    .command('view')
+    .argument('[session]', 'session id or unique id prefix to open (default: the list of sessions)')
+    .description('the session viewer in your browser: read-only, on 127.0.0.1; prints the URL to open')
+    .option('--port <port>', 'TCP port (default: a free one)', port)
+    .action(async (session: string | undefined, options) => {
+      const { viewCommand } = await import('./commands/view.ts');
+      exit(await viewCommand(session, options, globals(), io));
+    });
+
+  program
     .command('init')
     .argument('[dir]', 'the project folder (default: the current one; created when missing)')
     .description('scaffold a project on harness-runtime: package.json, harness.config.ts, an example plugin and its offline test')
