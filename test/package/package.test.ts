@@ -212,6 +212,8 @@ export default definePlugin({
         'dist/stack/index.js',
         'dist/testing/index.js',
         'dist/plugins/llm-scripted/index.js',
+        // The session viewer's built page (its assets are named by content hash).
+        'dist/viewer/index.html',
       ]),
     );
     expect(paths.filter((path) => !/^(dist\/|bin\/harness\.js$|README\.md$|LICENSE$|package\.json$)/.test(path))).toEqual([]);
