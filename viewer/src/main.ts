@@ -346,7 +346,7 @@ function composer(): TemplateResult | typeof nothing {
     <textarea
       id="prompt"
       rows="3"
-      .value=${app.prompt}
+      .value=${live(app.prompt)}
       @input=${(e: Event) => (app.prompt = (e.currentTarget as HTMLTextAreaElement).value)}
       @keydown=${(e: KeyboardEvent) => {
         if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) send(e);
