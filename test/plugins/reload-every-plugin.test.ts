@@ -11,6 +11,7 @@ import { createHarness, type AnySessionEvent, type Harness } from '../../runtime
 import { registeredStoreSchemes } from '../../runtime/internal.ts';
 import { dshRoot } from '../session/support.ts';
 import { plugin, root, tempDir } from '../agent/support.ts';
+import { stdioServer } from '../mcp/support.ts';
 
 const PLUGINS = readdirSync(join(root, 'plugins'), { withFileTypes: true })
   .filter((entry) => entry.isDirectory())
@@ -21,6 +22,8 @@ const PLUGINS = readdirSync(join(root, 'plugins'), { withFileTypes: true })
 const CONFIG: Record<string, unknown> = {
   'llm-replay': { journal: join(dshRoot, 'acp-agent', 'text-turn', 'session.jsonl'), provider: 'replay' },
   'llm-scripted': { paceMs: 3 },
+  // A real MCP server (test/mcp/servers/): kept running across the reloads, its tools registered once per generation.
+  mcp: { servers: [stdioServer('demo')] },
 };
 
 /** Everything plugin `name` has registered, by kind. */
