@@ -129,6 +129,15 @@ describe('cookbook examples', { timeout: 120_000 }, () => {
     expect(result.dshOnlyRecords.length).toBeGreaterThan(0);
   });
 
+  it('mcp: a stdio MCP server’s tools as glossary__*, read-only ones run by the policy, the others asked', async () => {
+    const { main } = await import('./mcp.ts');
+    const result = await main();
+    expect(result.tools).toEqual(['glossary__define', 'glossary__add_term']);
+    expect(result.asked).toEqual(['glossary__add_term']);
+    expect(result.decisions).toEqual(['allow by policy:read-only', 'allow by user']);
+    expect(result.answer).toBe('journal: the append-only list of events a session is; its state is a fold over them\nadded "fiber" (3 terms)');
+  });
+
   it('an example runs on its own with tsx, as its page says', () => {
     const root = fileURLToPath(new URL('..', import.meta.url));
     const run = spawnSync(process.execPath, ['--import', 'tsx', 'cookbook/hot-reload.ts'], { cwd: root, encoding: 'utf8', timeout: 90_000 });
