@@ -28,18 +28,30 @@ import type { ModelInfo, ProviderInfo, StreamChunk } from './types.ts';
 /** Maps a thrown value to the `LlmError` it stands for; `provider` names the route in the message. */
 export type SdkErrorMapper = (error: unknown, provider: string) => LlmError;
 
+/** The idle timer checks this many times per `idleMs` (a call times out after `idleMs` to `idleMs · (1 + 1/IDLE_SLICES)` of silence). */
+const IDLE_SLICES = 4;
+
 /**
  * One call's cancellation: links the caller's `signal` to an internal controller (whose signal goes
  * to the SDK) and runs the idle timer — the call is aborted when the adapter waited `idleMs` for the
  * provider (the response headers, or the next stream event) and nothing came. The clock only runs
- * between `wait()` and `tick()`, so a slow consumer never times a call out. The timer is unref'd (the
- * open request keeps the process alive) so an abandoned stream cannot hold the process.
+ * between `wait()` and `tick()`, so a slow consumer never times a call out.
+ *
+ * No clock is read per chunk (the hot path): `wait()` bumps a counter, and a coarse interval timer
+ * (every `idleMs / IDLE_SLICES`) counts its checks that found the adapter still waiting with the
+ * counter unchanged; `IDLE_SLICES` such checks in a row time the call out — never before `idleMs`
+ * of silence, at most a slice after. The timer is unref'd (the open request keeps the process
+ * alive) so an abandoned stream cannot hold the process.
  */
 export class CallControl {
   private readonly controller = new AbortController();
-  private last = performance.now();
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private timer: ReturnType<typeof setInterval> | undefined;
   private waiting = true;
+  /** Bumped by every `wait()`: a check that sees it changed knows the provider delivered meanwhile. */
+  private waits = 0;
+  private seenWaits = 0;
+  /** Checks in a row that found the adapter waiting on the same `wait()`. */
+  private quietChecks = 0;
   private readonly onUserAbort: (() => void) | undefined;
   /** True once the idle timer aborted the call. */
   timedOut = false;
@@ -59,7 +71,7 @@ export class CallControl {
         user.addEventListener('abort', this.onUserAbort, { once: true });
       }
     }
-    this.timer = setTimeout(this.check, idleMs);
+    this.timer = setInterval(this.check, Math.max(1, idleMs / IDLE_SLICES));
     this.timer.unref?.();
   }
 
@@ -76,7 +88,7 @@ export class CallControl {
   /** The adapter starts waiting for the next stream event: the idle clock runs from now. */
   wait(): void {
     this.waiting = true;
-    this.last = performance.now();
+    this.waits++;
   }
 
   /** A stream event arrived: the idle clock stops (a slow consumer is not an idle provider). */
@@ -85,20 +97,17 @@ export class CallControl {
   }
 
   private readonly check = (): void => {
-    if (!this.waiting) {
-      this.timer = setTimeout(this.check, this.idleMs);
-      this.timer.unref?.();
+    if (!this.waiting || this.waits !== this.seenWaits) {
+      this.seenWaits = this.waits;
+      // Waiting since some time in the last slice: that slice does not count as a whole one.
+      this.quietChecks = 0;
       return;
     }
-    const idle = performance.now() - this.last;
-    if (idle + 1 >= this.idleMs) {
-      this.timer = undefined;
-      this.timedOut = true;
-      this.controller.abort();
-      return;
-    }
-    this.timer = setTimeout(this.check, this.idleMs - idle);
-    this.timer.unref?.();
+    if (++this.quietChecks < IDLE_SLICES) return;
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.timedOut = true;
+    this.controller.abort();
   };
 
   /**
@@ -112,7 +121,7 @@ export class CallControl {
 
   /** Stops the timer, unlinks the caller's signal and releases the request. */
   dispose(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
     if (this.onUserAbort !== undefined) this.user!.removeEventListener('abort', this.onUserAbort);
     if (!this.controller.signal.aborted) this.controller.abort();
