@@ -1,6 +1,9 @@
 /**
  * A one-consumer async queue: the loop pushes events as it journals them; `session.run`'s caller
  * iterates them. Unbounded by design — the journal, not the consumer, paces the loop.
+ *
+ * On the per-chunk hot path: a waiting `next()` makes its promise with one executor bound once per
+ * channel (no closure per chunk), and `push` hands the event straight to it.
  */
 export class EventChannel<T> implements AsyncIterable<T> {
   private readonly buffer: T[] = [];
@@ -9,6 +12,27 @@ export class EventChannel<T> implements AsyncIterable<T> {
   private rejectWaiting: ((error: unknown) => void) | null = null;
   private closed = false;
   private failure: { error: unknown } | null = null;
+
+  /**
+   * @param beforeEnd awaited before the consumer sees the end (done, or the failure) — `run()`
+   *   waits for its turn to close in the journal there, with no extra hop per event.
+   */
+  constructor(private readonly beforeEnd?: () => Promise<void>) {}
+
+  /** The end as the consumer sees it: after `beforeEnd`. */
+  private end(): Promise<IteratorResult<T>> {
+    if (this.beforeEnd === undefined) return this.failure ? Promise.reject(this.failure.error) : Promise.resolve({ value: undefined, done: true });
+    return this.beforeEnd().then((): IteratorResult<T> => {
+      if (this.failure) throw this.failure.error;
+      return { value: undefined, done: true };
+    });
+  }
+
+  /** The executor of a waiting `next()`'s promise (one per channel). */
+  private readonly park = (resolve: (result: IteratorResult<T>) => void, reject: (error: unknown) => void): void => {
+    this.waiting = resolve;
+    this.rejectWaiting = reject;
+  };
 
   push(value: T): void {
     if (this.closed) return;
@@ -39,6 +63,10 @@ export class EventChannel<T> implements AsyncIterable<T> {
     const reject = this.rejectWaiting!;
     this.waiting = null;
     this.rejectWaiting = null;
+    if (this.beforeEnd !== undefined) {
+      this.end().then(resolve, reject);
+      return;
+    }
     if (this.failure) reject(this.failure.error);
     else resolve({ value: undefined, done: true });
   }
@@ -54,12 +82,8 @@ export class EventChannel<T> implements AsyncIterable<T> {
           }
           return Promise.resolve({ value, done: false });
         }
-        if (this.failure) return Promise.reject(this.failure.error);
-        if (this.closed) return Promise.resolve({ value: undefined, done: true });
-        return new Promise((resolve, reject) => {
-          this.waiting = resolve;
-          this.rejectWaiting = reject;
-        });
+        if (this.closed) return this.end();
+        return new Promise(this.park);
       },
       return: (): Promise<IteratorResult<T>> => {
         this.closed = true;

@@ -157,7 +157,8 @@ export class AgentSession {
     if (this.running) throw new HarnessError('SESSION_BUSY', `Session ${this.id} is already running a turn; wait for it to end or abort it.`);
     this.baseConfig(options); // throws NO_DEFAULT_MODEL before the turn starts
     this.running = true;
-    const channel = new EventChannel<ForwardedEvent>();
+    // The consumer sees the end only once the turn is closed in the journal.
+    const channel: EventChannel<ForwardedEvent> = new EventChannel<ForwardedEvent>((): Promise<void> => done);
     this.channel = channel;
     const controller = new AbortController();
     // The caller's signal aborts this turn's controller through a listener removed when the turn
@@ -170,7 +171,7 @@ export class AgentSession {
       else parent.addEventListener('abort', forward, { once: true });
     }
     const signal = controller.signal;
-    const done = this.runTurn(input, { ...options, signal })
+    const done: Promise<void> = this.runTurn(input, { ...options, signal })
       .then(
         () => channel.close(),
         (error) => channel.fail(error),
@@ -180,18 +181,7 @@ export class AgentSession {
         this.running = false;
         this.channel = null;
       });
-    return {
-      async *[Symbol.asyncIterator]() {
-        let complete = false;
-        try {
-          yield* channel;
-          complete = true;
-        } finally {
-          if (!complete) controller.abort(new HarnessError('ABORTED', 'The consumer stopped reading the run.'));
-          await done;
-        }
-      },
-    };
+    return new RunIterable(channel, controller, done);
   }
 
   /**
@@ -408,7 +398,7 @@ export class AgentSession {
           break;
         }
         const chunk = next.value;
-        for (const sent of observed.splice(0)) await this.append('request/snapshot', this.recorder.snapshot(turn, step, sent, journal.state.messages), { ignorable: true });
+        if (observed.length > 0) for (const sent of observed.splice(0)) await this.append('request/snapshot', this.recorder.snapshot(turn, step, sent, journal.state.messages), { ignorable: true });
         assembler.push(chunk);
         const appended = journal.append('assistant/chunk', { turn, step, chunk });
         channel?.push((appended instanceof Promise ? await appended : appended) as AnySessionEvent);
@@ -674,4 +664,39 @@ export function resolveMaxSteps(value: number | undefined): number {
   if (value === Infinity || (Number.isInteger(value) && value <= 0)) return Infinity;
   if (!Number.isInteger(value)) throw new HarnessError('INVALID_ARGUMENTS', `maxSteps must be an integer (0 or less: no limit); got ${String(value)}.`, { details: { maxSteps: value } });
   return value;
+}
+
+/**
+ * What `run()` returns: the channel's events. Hand-written rather than an async
+ * generator around `yield* channel` (which adds a hop per event): `next()` is the channel's own
+ * (which waits for the turn to close in the journal before it reports the end); `return()` or
+ * `throw()` — the consumer stopped reading early — aborts the turn and waits for it to close, as
+ * the generator's `finally` did.
+ */
+class RunIterable implements AsyncIterable<ForwardedEvent> {
+  constructor(
+    private readonly channel: EventChannel<ForwardedEvent>,
+    private readonly controller: AbortController,
+    private readonly done: Promise<void>,
+  ) {}
+
+  [Symbol.asyncIterator](): AsyncIterator<ForwardedEvent> {
+    const inner = this.channel[Symbol.asyncIterator]();
+    const stop = async (): Promise<void> => {
+      this.controller.abort(new HarnessError('ABORTED', 'The consumer stopped reading the run.'));
+      await inner.return?.();
+      await this.done;
+    };
+    return {
+      next: inner.next,
+      return: async (): Promise<IteratorResult<ForwardedEvent>> => {
+        await stop();
+        return { value: undefined, done: true };
+      },
+      throw: async (error?: unknown): Promise<IteratorResult<ForwardedEvent>> => {
+        await stop();
+        throw error;
+      },
+    };
+  }
 }
