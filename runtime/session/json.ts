@@ -24,17 +24,15 @@ const SCAN_DEPTH = 64;
  * Throws unless `value` is lossless JSON.
  * @param root the name the path starts with, e.g. `data` → `data.message.content[2].text`.
  * @param freeze when the whole value is valid, freeze every object and array in it (a deep freeze
- *   fused into the same walk; already-frozen parts are walked but not re-frozen).
+ *   fused into the same walk; already-frozen parts are walked but not re-frozen). When it is not,
+ *   nothing is journaled, but parts of it found valid before the problem may have been frozen.
  * @throws HarnessError `INVALID_EVENT_DATA` naming the path and what was found there.
  */
 export function assertLosslessJson(value: unknown, root = 'data', freeze = false): void {
   // The hot path: shallow plain data (a stream chunk record) is checked by a small recursive walk
   // that allocates nothing; anything it cannot vouch for (a problem, a cycle, depth past
   // FAST_DEPTH) goes through the full walk below, which finds and names the problem.
-  if (fastValid(value, 0)) {
-    if (freeze) freezeAll(value);
-    return;
-  }
+  if (freeze ? fastValidFreeze(value, 0) : fastValid(value, 0)) return;
   const problem = primitiveProblem(value);
   if (problem === null) return;
   if (problem !== undefined) throw invalid(root, problem);
@@ -125,15 +123,28 @@ function fastValid(value: unknown, depth: number): boolean {
   return true;
 }
 
-/** Freezes every object and array in a value `fastValid` accepted (frozen parts are walked, not re-frozen). */
-function freezeAll(value: unknown): void {
-  if (typeof value !== 'object' || value === null) return;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) freezeAll(value[i]);
+/**
+ * {@link fastValid} and the deep freeze in one walk (one walk per chunk record, not two): each
+ * object or array is frozen once everything in it was found valid (frozen parts are walked, not
+ * re-frozen).
+ */
+function fastValidFreeze(value: unknown, depth: number): boolean {
+  const problem = primitiveProblem(value);
+  if (problem !== undefined) return problem === null;
+  if (depth >= FAST_DEPTH) return false;
+  const kind = containerKind(value as object);
+  if (kind === 'array') {
+    const array = value as unknown[];
+    for (let i = 0; i < array.length; i++) if (!fastValidFreeze(array[i], depth + 1)) return false;
   } else {
-    for (const key in value) if (Object.hasOwn(value, key)) freezeAll((value as Record<string, unknown>)[key]);
+    if (kind === undefined) return false;
+    for (const key in value as object) {
+      if (!Object.hasOwn(value as object, key)) continue;
+      if (!fastValidFreeze((value as Record<string, unknown>)[key], depth + 1)) return false;
+    }
   }
   if (!Object.isFrozen(value)) Object.freeze(value);
+  return true;
 }
 
 /** True when `value` is lossless JSON (see {@link assertLosslessJson}). */
