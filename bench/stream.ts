@@ -23,27 +23,47 @@
  * network, no SDK parsing; bench/stream/layers.ts), to show where the time goes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ensurePeers, harnessVersions, peerVersions } from './peers.ts';
 import { CONTENDERS, type Contender, type Sample, type Served } from './stream/contenders.ts';
 import type { LayerReport } from './stream/layers.ts';
-import { MODES, type Mode, type ServedStream, type StreamName } from './stream/server.ts';
+import { BLOCKS_PER_REPEAT, MAIN_STREAMS, MODES, providerOf, STREAMS, TOOL_CALLS, type Mode, type ServedStream, type StreamName } from './stream/server.ts';
 import { check, envInt, inChild, isMain, median, printResult, ratioSpread, round, stat, TSX_IMPORT, type BenchResult, type Row, type TargetCheck } from './support.ts';
 
-const ROUNDS = envInt('BENCH_STREAM_ROUNDS', 3);
+const ROUNDS = envInt('BENCH_STREAM_ROUNDS', 7);
 const RUNS = envInt('BENCH_STREAM_RUNS', 2);
 const WARMUPS = 1;
-const STREAM_NAMES: readonly StreamName[] = ['openai', 'anthropic'];
+const STREAM_NAMES: readonly StreamName[] = (process.env.BENCH_STREAM_NAMES?.split(',') as StreamName[] | undefined) ?? (Object.keys(STREAMS) as StreamName[]);
 const SELECTED_MODES: readonly Mode[] = (process.env.BENCH_STREAM_MODES?.split(',') as Mode[] | undefined) ?? MODES;
 const SELECTED: readonly Contender[] = (process.env.BENCH_STREAM_CONTENDERS?.split(',') as Contender[] | undefined) ?? CONTENDERS;
-const TARGET_RATIO = 1.25;
+/** The model call (adapter → middleware → assembler → journal; issue 9's contender) ÷ raw. */
+const CALL_TARGET = 1.25;
+/** The whole agent loop ÷ raw, CPU per event (issue 22). */
+const LOOP_TARGETS: Record<Mode, Record<'openai' | 'anthropic', number>> = { paced: { openai: 1.2, anthropic: 1.2 }, burst: { openai: 1.25, anthropic: 1.5 } };
+/** Heap bytes per event the loop adds to the raw SDK's. */
+const LOOP_HEAP_TARGET = 1.5 * 1024;
+/** 2,000 tool calls in one message: the loop's ratio there ÷ its ratio on the single-message stream. */
+const TOOLS_TARGET = 1.5;
 
 const LABELS: Record<Contender, string> = {
   raw: 'raw SDK (baseline)',
-  harness: 'Harness',
+  harness: 'Harness model call',
+  loop: 'Harness agent loop',
   vercel: 'Vercel AI SDK streamText',
   pi: 'pi-ai stream',
 };
+
+/** Which contenders run on a stream: the peers only on the single-message streams. */
+function runsOn(contender: Contender, stream: StreamName): boolean {
+  return (MAIN_STREAMS as readonly string[]).includes(stream) || contender === 'raw' || contender === 'harness' || contender === 'loop';
+}
+
+function load(): string {
+  return loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' / ');
+}
 
 interface Server {
   readonly modes: Record<Mode, Served>;
@@ -80,18 +100,20 @@ interface Cell {
   samples: Sample[];
   /** Per round: the median CPU µs per event of that round's batch. */
   rounds: number[];
+  /** Per round: the median heap bytes allocated per event. */
+  heapRounds: number[];
   error?: string;
 }
 
-/** What a correct consumption sees: blocks per stream (2 per repetition of the recording). */
-function expectedBlocks(served: ServedStream): number {
-  return 2 * served.repeat;
+/** What a correct consumption sees: the recording's blocks per repetition, times the repetitions. */
+function expectedBlocks(stream: StreamName, served: ServedStream): number {
+  return BLOCKS_PER_REPEAT[stream] * served.repeat;
 }
 
-function problemOf(contender: Contender, sample: Sample, served: ServedStream): string | undefined {
+function problemOf(contender: Contender, sample: Sample, stream: StreamName, served: ServedStream): string | undefined {
   if (contender === 'raw') return sample.items > 0.9 * served.eventCount ? undefined : `saw ${sample.items} events of ${served.eventCount}`;
   if (/^error/.test(sample.finish) || sample.finish === 'none') return `finished with ${sample.finish}`;
-  if (sample.blocks !== expectedBlocks(served)) return `assembled ${sample.blocks} blocks, expected ${expectedBlocks(served)}`;
+  if (sample.blocks !== expectedBlocks(stream, served)) return `assembled ${sample.blocks} blocks, expected ${expectedBlocks(stream, served)}`;
   return undefined;
 }
 
@@ -101,14 +123,19 @@ export async function run(): Promise<BenchResult> {
   const server = await startServer();
   const cells = new Map<string, Cell>();
   const key = (mode: Mode, stream: StreamName, contender: Contender) => `${mode}/${stream}/${contender}`;
+  const loadStart = load();
+  const roundLoads: string[] = [];
   try {
     for (const mode of SELECTED_MODES) {
       const served = server.modes[mode];
       for (let roundIndex = 0; roundIndex < ROUNDS; roundIndex++) {
+        roundLoads.push(`${mode} round ${roundIndex + 1}: ${load()}`);
+        process.stderr.write(`[${mode} round ${roundIndex + 1}/${ROUNDS}, load ${load()}]`);
         for (const stream of STREAM_NAMES) {
-          for (let k = 0; k < contenders.length; k++) {
-            const contender = contenders[(k + roundIndex) % contenders.length]!;
-            const cell = cells.get(key(mode, stream, contender)) ?? { samples: [], rounds: [] };
+          const here = contenders.filter((c) => runsOn(c, stream));
+          for (let k = 0; k < here.length; k++) {
+            const contender = here[(k + roundIndex) % here.length]!;
+            const cell = cells.get(key(mode, stream, contender)) ?? { samples: [], rounds: [], heapRounds: [] };
             cells.set(key(mode, stream, contender), cell);
             if (cell.error !== undefined) continue;
             try {
@@ -121,11 +148,12 @@ export async function run(): Promise<BenchResult> {
                 },
               );
               for (const sample of samples) {
-                const problem = problemOf(contender, sample, served[stream]);
+                const problem = problemOf(contender, sample, stream, served[stream]);
                 if (problem !== undefined) throw new Error(problem);
               }
               cell.samples.push(...samples);
               cell.rounds.push(median(samples.map((s) => s.cpuUs / served[stream].eventCount)));
+              cell.heapRounds.push(median(samples.map((s) => s.heapBytes / served[stream].eventCount)));
             } catch (error) {
               cell.error = error instanceof Error ? error.message.split('\n').slice(0, 3).join(' ') : String(error);
             }
@@ -137,6 +165,7 @@ export async function run(): Promise<BenchResult> {
   } finally {
     server.stop();
   }
+  const loadEnd = load();
   process.stderr.write('\n');
   const layers = await inChild<LayerReport>(new URL('./stream/layers.ts', import.meta.url).href, [], { nodeArgs: ['--expose-gc'], timeoutMs: 300_000 }).catch((error: unknown) => error as Error);
 
@@ -145,45 +174,86 @@ export async function run(): Promise<BenchResult> {
   for (const mode of SELECTED_MODES) {
     const served = server.modes[mode];
     const rows: Row[] = [];
-    for (const stream of STREAM_NAMES) {
+    /** Paired by round (the contenders of a round ran back to back): the median of the per-round ratios. */
+    const ratioOf = (stream: StreamName, contender: Contender, heap = false): { median: number; figure: string } | undefined => {
       const raw = cells.get(key(mode, stream, 'raw'));
-      const ratioOf = (contender: Contender): { median: number; figure: string } | undefined => {
-        const cell = cells.get(key(mode, stream, contender));
-        if (cell === undefined || cell.error !== undefined || raw === undefined || raw.error !== undefined) return undefined;
-        // Paired by round (the contenders of a round ran back to back): the median of the per-round ratios.
-        const perRound = cell.rounds.map((value, i) => value / raw.rounds[i]!);
-        const s = stat(perRound);
-        return { median: s.median, figure: ratioSpread(s) };
-      };
+      const cell = cells.get(key(mode, stream, contender));
+      if (cell === undefined || cell.error !== undefined || raw === undefined || raw.error !== undefined) return undefined;
+      const mine = heap ? cell.heapRounds : cell.rounds;
+      const base = heap ? raw.heapRounds : raw.rounds;
+      const s = stat(mine.map((value, i) => value / base[i]!));
+      return { median: s.median, figure: ratioSpread(s) };
+    };
+    for (const stream of STREAM_NAMES) {
       for (const contender of SELECTED) {
+        if (!runsOn(contender, stream)) continue;
         const cell = cells.get(key(mode, stream, contender));
         const base = { stream: `${stream} (${served[stream].eventCount} events)`, contender: LABELS[contender] };
+        const empty = { 'ratio to raw': '—', 'heap B/event': '—', 'heap ratio': '—', 'wall ms/stream': '—', 'items seen': '—' };
         if (cell === undefined) {
-          rows.push({ ...base, 'CPU µs/event': `SKIPPED — ${peersMissing ?? 'not selected'}`, 'ratio to raw': '—', 'wall ms/stream': '—', 'items seen': '—' });
+          rows.push({ ...base, 'CPU µs/event': `SKIPPED — ${peersMissing ?? 'not selected'}`, ...empty });
           continue;
         }
         if (cell.error !== undefined) {
-          rows.push({ ...base, 'CPU µs/event': `FAILED — ${cell.error}`, 'ratio to raw': '—', 'wall ms/stream': '—', 'items seen': '—' });
+          rows.push({ ...base, 'CPU µs/event': `FAILED — ${cell.error}`, ...empty });
           continue;
         }
         const per = stat(cell.samples.map((s) => s.cpuUs / served[stream].eventCount));
         rows.push({
           ...base,
           'CPU µs/event': `${round(per.median)} (${round(per.min)}–${round(per.max)})`,
-          'ratio to raw': contender === 'raw' ? '1.00x (baseline)' : (ratioOf(contender)?.figure ?? '—'),
+          'ratio to raw': contender === 'raw' ? '1.00x (baseline)' : (ratioOf(stream, contender)?.figure ?? '—'),
+          'heap B/event': Math.round(median(cell.heapRounds)),
+          'heap ratio': contender === 'raw' ? '1.00x' : (ratioOf(stream, contender, true)?.figure ?? '—'),
           'wall ms/stream': round(median(cell.samples.map((s) => s.wallMs))),
           'items seen': cell.samples[0]!.items,
         });
       }
-      const harness = ratioOf('harness');
       const label = `${mode} ${stream}`;
-      targets.push(
-        check(`Harness / raw SDK, CPU per event (${label})`, harness?.figure ?? 'not measured', `≤ ${TARGET_RATIO.toFixed(2)}x`, harness === undefined ? undefined : harness.median <= TARGET_RATIO),
-      );
-      for (const peer of ['vercel', 'pi'] as const) {
-        const other = ratioOf(peer);
-        const figure = harness === undefined || other === undefined ? (peersMissing ?? 'not measured') : `Harness ${harness.median.toFixed(2)}x vs ${other.median.toFixed(2)}x`;
-        targets.push(check(`Harness ahead of ${LABELS[peer]} (${label})`, figure, 'Harness < peer', harness === undefined || other === undefined ? undefined : harness.median < other.median));
+      const call = ratioOf(stream, 'harness');
+      const loop = ratioOf(stream, 'loop');
+      const provider = providerOf(stream);
+      if ((MAIN_STREAMS as readonly string[]).includes(stream)) {
+        const loopTarget = LOOP_TARGETS[mode][provider];
+        targets.push(
+          check(`agent loop / raw SDK, CPU per event (${label})`, loop?.figure ?? 'not measured', `≤ ${loopTarget.toFixed(2)}x`, loop === undefined ? undefined : loop.median <= loopTarget),
+        );
+        targets.push(
+          check(`model call / raw SDK, CPU per event (${label})`, call?.figure ?? 'not measured', `≤ ${CALL_TARGET.toFixed(2)}x`, call === undefined ? undefined : call.median <= CALL_TARGET),
+        );
+        for (const peer of ['vercel', 'pi'] as const) {
+          const other = ratioOf(stream, peer);
+          const figure = loop === undefined || other === undefined ? (peersMissing ?? 'not measured') : `loop ${loop.median.toFixed(2)}x vs ${other.median.toFixed(2)}x`;
+          targets.push(check(`agent loop ahead of ${LABELS[peer]} (${label})`, figure, 'loop < peer', loop === undefined || other === undefined ? undefined : loop.median < other.median));
+        }
+        const rawCell = cells.get(key(mode, stream, 'raw'));
+        const loopCell = cells.get(key(mode, stream, 'loop'));
+        if (rawCell?.error === undefined && loopCell?.error === undefined && rawCell !== undefined && loopCell !== undefined) {
+          const added = stat(loopCell.heapRounds.map((value, i) => value - rawCell.heapRounds[i]!));
+          targets.push(
+            check(
+              `heap bytes per event the agent loop adds to the raw SDK's (${label})`,
+              `+${Math.round(added.median)} B (${Math.round(added.min)}–${Math.round(added.max)}); raw ${Math.round(median(rawCell.heapRounds))} B`,
+              `≤ ${LOOP_HEAP_TARGET} B`,
+              added.median <= LOOP_HEAP_TARGET,
+            ),
+          );
+        }
+      } else {
+        const single = provider as StreamName;
+        const single_ = ratioOf(single, 'loop');
+        const figure =
+          loop === undefined || single_ === undefined
+            ? 'not measured'
+            : `${(loop.median / single_.median).toFixed(2)}x (loop ${loop.median.toFixed(2)}x here, ${single_.median.toFixed(2)}x on ${single})`;
+        targets.push(
+          check(
+            `${TOOL_CALLS} tool calls in one message: agent loop CPU per event (÷ raw) / the single-message stream's (${label})`,
+            figure,
+            `≤ ${TOOLS_TARGET.toFixed(2)}x`,
+            loop === undefined || single_ === undefined ? undefined : loop.median / single_.median <= TOOLS_TARGET,
+          ),
+        );
       }
     }
     tables.push({
@@ -208,6 +278,10 @@ export async function run(): Promise<BenchResult> {
     tables,
     targets,
     notes: [
+      `load average (1 / 5 / 15 min) at the start of the stream bench: ${loadStart}; at its end: ${loadEnd}; per round: ${roundLoads.join('; ')} — other sessions share these 2 cores, so only the ratios (same round, back to back) mean much`,
+      'agent loop: `harness.createSession({ maxSteps: 1 })` and `session.run("hi")` iterated to the end by the consumer (bench/stream/contenders.ts loopTurn): request hooks, the 3 middlewares, the assembler, a journal record per chunk with checkpoints, every event to the consumer, `assistant/message`, and each tool call of the message journaled and answered (no tool is registered: an unknown-tool error result, no tool body), then MAX_STEPS_EXCEEDED instead of a second call; model call: the per-call path alone (bench/stream/contenders.ts harnessCall)',
+      `heap = bytes allocated on the JS heap during the consumption (v8.GCProfiler: growth of used heap plus what each GC freed), per SSE event; ratio = median of per-round ratios; the loop's added bytes = loop − raw per round`,
+      `the -tools streams: one message with ${TOOL_CALLS} tool calls (openai-chat/single-tool-call-get-weather.sse, anthropic/text-then-tool-use-input-json-delta.sse repeated by repeatSseFrames); peers are not run on them`,
       `CPU = consumer process user + system over the whole consumption (request to last chunk; Harness includes its journal checkpoints); the server runs in another process; median of ${ROUNDS} interleaved rounds × ${RUNS} measured streams (after ${WARMUPS} warm-up) per contender, each batch a fresh process; ratio = median of the per-round ratios (contender's round median / raw's round median), range = their min–max`,
       'per event = per SSE event with data in the served body (the same denominator for every contender); "items seen" = what each contender iterated (Harness: its StreamChunks, Vercel: fullStream parts, pi: events)',
       'Harness middlewares: 3 × `async function* (request, next) { for await (const chunk of next()) yield chunk; }` — the form DESIGN shows a plugin author; `(request, next) => next()` would cost nothing per chunk',

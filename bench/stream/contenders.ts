@@ -22,6 +22,7 @@
  * full GC; CPU = process user + system over the whole consumption (the server is another process).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { GCProfiler, getHeapStatistics } from 'node:v8';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
@@ -36,9 +37,9 @@ import type { SessionJournal } from '../../runtime/session/types.ts';
 import { projectRoot } from '../../test/support/fixture-server.ts';
 import { answer, collectGarbage, cpuMicros, isMain } from '../support.ts';
 import { importPeer, importRootPackage } from '../peers.ts';
-import type { ServedStream, StreamName } from './server.ts';
+import { providerOf, STREAMS, type ServedStream, type StreamName } from './server.ts';
 
-export const CONTENDERS = ['raw', 'harness', 'vercel', 'pi'] as const;
+export const CONTENDERS = ['raw', 'harness', 'loop', 'vercel', 'pi'] as const;
 export type Contender = (typeof CONTENDERS)[number];
 
 /** What one consumption saw: items iterated, content blocks recognised, and how it finished. */
@@ -53,7 +54,7 @@ export type Consume = () => Promise<Consumed>;
 export type Served = Record<StreamName, ServedStream>;
 
 const KEY = 'bench-key';
-const MODELS: Record<StreamName, string> = { openai: 'gpt-4o-2024-08-06', anthropic: 'claude-sonnet-4-20250514' };
+const MODELS: Record<'openai' | 'anthropic', string> = { openai: 'gpt-4o-2024-08-06', anthropic: 'claude-sonnet-4-20250514' };
 
 /** The two tools of the OpenAI recording, declared the same way to every contender. */
 const TOOLS: readonly ToolSpec[] = [
@@ -74,17 +75,19 @@ const TOOLS: readonly ToolSpec[] = [
 export async function rawContender(served: Served): Promise<Record<StreamName, Consume>> {
   const { default: OpenAISdk } = await importRootPackage<{ default: typeof OpenAI }>('openai');
   const { default: AnthropicSdk } = await importRootPackage<{ default: typeof Anthropic }>('@anthropic-ai/sdk');
-  const openai = new OpenAISdk({ apiKey: KEY, baseURL: served.openai.url, maxRetries: 0 });
-  const anthropic = new AnthropicSdk({ apiKey: KEY, baseURL: served.anthropic.url, maxRetries: 0 });
   const tools = TOOLS.map((tool) => ({ type: 'function' as const, function: { name: tool.name, description: tool.description, parameters: tool.inputSchema as Record<string, unknown> } }));
-  return {
-    async openai() {
+  const openaiStream = (url: string): Consume => {
+    const openai = new OpenAISdk({ apiKey: KEY, baseURL: url, maxRetries: 0 });
+    return async () => {
       const stream = await openai.chat.completions.create({ model: MODELS.openai, messages: [{ role: 'user', content: 'hi' }], tools, stream: true, stream_options: { include_usage: true } });
       let items = 0;
       for await (const _event of stream) items++;
       return { items, blocks: -1, finish: 'n/a' };
-    },
-    async anthropic() {
+    };
+  };
+  const anthropicStream = (url: string): Consume => {
+    const anthropic = new AnthropicSdk({ apiKey: KEY, baseURL: url, maxRetries: 0 });
+    return async () => {
       const stream = await anthropic.messages.create({
         model: MODELS.anthropic,
         max_tokens: 4096,
@@ -95,7 +98,13 @@ export async function rawContender(served: Served): Promise<Record<StreamName, C
       let items = 0;
       for await (const _event of stream) items++;
       return { items, blocks: -1, finish: 'n/a' };
-    },
+    };
+  };
+  return {
+    openai: openaiStream(served.openai.url),
+    anthropic: anthropicStream(served.anthropic.url),
+    'openai-tools': openaiStream(served['openai-tools'].url),
+    'anthropic-tools': anthropicStream(served['anthropic-tools'].url),
   };
 }
 
@@ -110,9 +119,17 @@ export interface HarnessRig {
   readonly harness: Harness;
   readonly dataDir: string;
   readonly consume: Record<StreamName, Consume>;
+  /** The whole agent loop: one `session.run` turn per consumption. */
+  readonly loop: Record<StreamName, Consume>;
   /** The journal file of the last consumption. */
   lastJournalPath: string | undefined;
   close(): Promise<void>;
+}
+
+const STREAM_NAMES = Object.keys(STREAMS) as StreamName[];
+/** The harness route of a stream: `bench-<stream>`. */
+function routeOf(stream: StreamName): string {
+  return `bench-${stream}`;
 }
 
 /**
@@ -128,18 +145,28 @@ export async function harnessRig(served: Served, middlewares = 3): Promise<Harne
       plugins: [
         {
           module: join(projectRoot, 'plugins/llm-openai/index.ts'),
-          config: { providers: { 'bench-openai': { api: 'chat', baseURL: served.openai.url, apiKeyEnv: 'HARNESS_BENCH_KEY', allowUnknownModels: true } } },
+          config: {
+            providers: Object.fromEntries(
+              STREAM_NAMES.filter((stream) => providerOf(stream) === 'openai').map((stream) => [
+                routeOf(stream),
+                { api: 'chat', baseURL: served[stream].url, apiKeyEnv: 'HARNESS_BENCH_KEY', allowUnknownModels: true },
+              ]),
+            ),
+          },
         },
         {
           module: join(projectRoot, 'plugins/llm-anthropic/index.ts'),
           config: {
-            providers: {
-              'bench-anthropic': {
-                baseURL: served.anthropic.url,
-                apiKeyEnv: 'HARNESS_BENCH_KEY',
-                models: [{ id: MODELS.anthropic, maxOutputTokens: 4096, reasoningEfforts: ['low'], thinking: 'budget', thinkingBudgets: { low: 2048 } }],
-              },
-            },
+            providers: Object.fromEntries(
+              STREAM_NAMES.filter((stream) => providerOf(stream) === 'anthropic').map((stream) => [
+                routeOf(stream),
+                {
+                  baseURL: served[stream].url,
+                  apiKeyEnv: 'HARNESS_BENCH_KEY',
+                  models: [{ id: MODELS.anthropic, maxOutputTokens: 4096, reasoningEfforts: ['low'], thinking: 'budget', thinkingBudgets: { low: 2048 } }],
+                },
+              ]),
+            ),
           },
         },
       ],
@@ -151,10 +178,8 @@ export async function harnessRig(served: Served, middlewares = 3): Promise<Harne
     harness,
     dataDir,
     lastJournalPath: undefined,
-    consume: {
-      openai: () => harnessCall(rig, 'bench-openai', MODELS.openai, `bench-${sessionCount++}`),
-      anthropic: () => harnessCall(rig, 'bench-anthropic', MODELS.anthropic, `bench-${sessionCount++}`),
-    },
+    consume: Object.fromEntries(STREAM_NAMES.map((stream) => [stream, () => harnessCall(rig, routeOf(stream), MODELS[providerOf(stream)], `bench-${sessionCount++}`)])) as Record<StreamName, Consume>,
+    loop: Object.fromEntries(STREAM_NAMES.map((stream) => [stream, () => loopTurn(rig, routeOf(stream), MODELS[providerOf(stream)])])) as Record<StreamName, Consume>,
     async close() {
       await harness.dispose();
       rmSync(dataDir, { recursive: true, force: true });
@@ -174,7 +199,7 @@ async function harnessCall(rig: HarnessRig, provider: string, model: string, id:
   journal.append('turn/start', { turn });
   journal.append('user/message', { turn, message: user });
   journal.append('step/start', { turn, step });
-  const prepared = await harness.llm.prepareCall({ provider, model, ...(provider === 'bench-anthropic' ? { reasoningEffort: 'low' } : {}) });
+  const prepared = await harness.llm.prepareCall({ provider, model, ...(provider.startsWith('bench-anthropic') ? { reasoningEffort: 'low' } : {}) });
   await journal.checkpoint(); // before the call is dispatched
   const controller = new AbortController();
   const request = markAgentLoopRequest({ ...prepared.config, messages: journal.state.messages, tools: TOOLS, signal: controller.signal, sessionId: id, purpose: 'agent' });
@@ -199,6 +224,37 @@ async function harnessCall(rig: HarnessRig, provider: string, model: string, id:
   return { items, blocks: result.content.length, finish };
 }
 
+/**
+ * One turn of the whole agent loop (issue 22): `harness.createSession({ maxSteps: 1 })` and
+ * `session.run('hi')` iterated to its end by the consumer — the loop's request hooks, the stream
+ * through the 3 middlewares, the assembler, one journal record per chunk with checkpoints, every
+ * event delivered to the consumer, the `assistant/message`, and the tool calls of the message
+ * journaled and answered (no tool is registered, so each gets an unknown-tool error result; no
+ * tool body runs), then `MAX_STEPS_EXCEEDED` ends the turn instead of a second model call.
+ */
+async function loopTurn(rig: HarnessRig, provider: string, model: string): Promise<Consumed> {
+  const session = await rig.harness.createSession({ maxSteps: 1 });
+  let items = 0;
+  let blocks = 0;
+  let finish = 'none';
+  try {
+    for await (const event of session.run('hi', { provider, model, ...(provider.startsWith('bench-anthropic') ? { reasoningEffort: 'low' } : {}) })) {
+      items++;
+      if (event.type === 'assistant/message') {
+        const data = event.data as { message: { content: readonly unknown[] }; finish: { kind: string } };
+        blocks = data.message.content.length;
+        finish = data.finish.kind;
+      } else if (event.type === 'turn/end' && finish === 'none') {
+        const data = event.data as { reason: string; failure?: { code: string; message: string } };
+        finish = `error: ${data.reason} ${data.failure?.code ?? ''} ${data.failure?.message ?? ''}`;
+      }
+    }
+  } finally {
+    await session.close();
+  }
+  return { items, blocks, finish };
+}
+
 // ── (c) Vercel AI SDK ─────────────────────────────────────────────────────────────────────────────
 
 /** The parts of the `ai` package this bench uses. */
@@ -214,7 +270,7 @@ interface AiAnthropicModule {
   createAnthropic(options: Record<string, unknown>): (model: string) => unknown;
 }
 
-export async function vercelContender(served: Served): Promise<Record<StreamName, Consume>> {
+export async function vercelContender(served: Served): Promise<Partial<Record<StreamName, Consume>>> {
   const ai = await importPeer<AiModule>('ai');
   const { createOpenAI } = await importPeer<AiOpenAIModule>('@ai-sdk/openai');
   const { createAnthropic } = await importPeer<AiAnthropicModule>('@ai-sdk/anthropic');
@@ -262,7 +318,7 @@ interface PiModule {
   ): AsyncIterable<{ type: string; reason?: string; message?: { content: unknown[] }; error?: { errorMessage?: string; content: unknown[] } }>;
 }
 
-export async function piContender(served: Served): Promise<Record<StreamName, Consume>> {
+export async function piContender(served: Served): Promise<Partial<Record<StreamName, Consume>>> {
   const pi = await importPeer<PiModule>('@mariozechner/pi-ai');
   const base = { reasoning: true, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 200_000, maxTokens: 8192 };
   const openaiModel = { ...base, id: MODELS.openai, name: 'bench openai', api: 'openai-completions', provider: 'openai', baseUrl: served.openai.url, reasoning: false };
@@ -296,15 +352,21 @@ export async function piContender(served: Served): Promise<Record<StreamName, Co
 export interface Sample extends Consumed {
   readonly cpuUs: number;
   readonly wallMs: number;
+  /** Bytes allocated on the JS heap during the consumption (GCProfiler: net growth + what each GC freed). */
+  readonly heapBytes: number;
 }
 
-async function contenderFor(name: Contender, served: Served): Promise<{ consume: Record<StreamName, Consume>; close(): Promise<void> }> {
+async function contenderFor(name: Contender, served: Served): Promise<{ consume: Partial<Record<StreamName, Consume>>; close(): Promise<void> }> {
   switch (name) {
     case 'raw':
       return { consume: await rawContender(served), close: async () => undefined };
     case 'harness': {
       const rig = await harnessRig(served);
       return { consume: rig.consume, close: () => rig.close() };
+    }
+    case 'loop': {
+      const rig = await harnessRig(served);
+      return { consume: rig.loop, close: () => rig.close() };
     }
     case 'vercel':
       return { consume: await vercelContender(served), close: async () => undefined };
@@ -318,14 +380,23 @@ export async function measureContender(name: Contender, stream: StreamName, serv
   const contender = await contenderFor(name, served);
   try {
     const consume = contender.consume[stream];
+    if (consume === undefined) throw new Error(`${name} has no ${stream} stream`);
     for (let i = 0; i < warmups; i++) await consume();
     const samples: Sample[] = [];
     for (let i = 0; i < runs; i++) {
       collectGarbage();
+      const profiler = new GCProfiler();
+      profiler.start();
+      const heapBefore = getHeapStatistics().used_heap_size;
       const wall = performance.now();
       const cpu = cpuMicros();
       const seen = await consume();
-      samples.push({ ...seen, cpuUs: cpuMicros() - cpu, wallMs: performance.now() - wall });
+      const cpuUs = cpuMicros() - cpu;
+      const wallMs = performance.now() - wall;
+      const heapAfter = getHeapStatistics().used_heap_size;
+      let freed = 0;
+      for (const gc of profiler.stop()?.statistics ?? []) freed += gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize;
+      samples.push({ ...seen, cpuUs, wallMs, heapBytes: heapAfter - heapBefore + freed });
     }
     return samples;
   } finally {

@@ -37,7 +37,10 @@ const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve)
 
 async function measure(): Promise<LayerReport> {
   const nowhere = { url: 'http://127.0.0.1:9/v1', root: 'http://127.0.0.1:9', eventCount: 0, bytes: 0, repeat: 1 };
-  const rig = await harnessRig({ openai: nowhere, anthropic: { ...nowhere, url: 'http://127.0.0.1:9' } } as Served, 0);
+  const rig = await harnessRig(
+    { openai: nowhere, anthropic: { ...nowhere, url: 'http://127.0.0.1:9' }, 'openai-tools': nowhere, 'anthropic-tools': { ...nowhere, url: 'http://127.0.0.1:9' } } as Served,
+    0,
+  );
   const { harness } = rig;
   const columns: Record<string, Record<string, number>> = {};
   try {

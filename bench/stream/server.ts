@@ -19,8 +19,21 @@ import { readFixture, repeatSseFrames, splitSseFrames, startFixtureServer, type 
 export const STREAMS = {
   openai: 'openai-chat/parallel-tool-calls-weather-and-stock.sse',
   anthropic: 'anthropic/thinking-signature-delta-then-text.sse',
+  // Many tool calls in one message (issue 22): the recording repeated TOOL_CALLS times.
+  'openai-tools': 'openai-chat/single-tool-call-get-weather.sse',
+  'anthropic-tools': 'anthropic/text-then-tool-use-input-json-delta.sse',
 } as const;
 export type StreamName = keyof typeof STREAMS;
+/** The streams with the single-message recordings repeated to ~BENCH_STREAM_CHUNKS events. */
+export const MAIN_STREAMS = ['openai', 'anthropic'] as const satisfies readonly StreamName[];
+/** Tool calls in the one message of a `-tools` stream. */
+export const TOOL_CALLS = 2_000;
+/** Content blocks per repetition of each recording (what a correct consumer assembles). */
+export const BLOCKS_PER_REPEAT: Record<StreamName, number> = { openai: 2, anthropic: 2, 'openai-tools': 1, 'anthropic-tools': 2 };
+/** The provider a stream is for. */
+export function providerOf(stream: StreamName): 'openai' | 'anthropic' {
+  return stream.startsWith('openai') ? 'openai' : 'anthropic';
+}
 export const MODES = ['paced', 'burst'] as const;
 export type Mode = (typeof MODES)[number];
 
@@ -103,14 +116,14 @@ async function main(): Promise<void> {
   const closers: Array<() => Promise<void>> = [];
   const modes: Record<Mode, Record<string, ServedStream>> = { paced: {}, burst: {} };
   for (const [name, fixture] of Object.entries(STREAMS)) {
-    const { body, repeat } = repeatedBody(fixture, target);
+    const { body, repeat } = name.endsWith('-tools') ? { body: repeatSseFrames(readFixture(fixture), TOOL_CALLS), repeat: TOOL_CALLS } : repeatedBody(fixture, target);
     const facts = { eventCount: countEvents(body), bytes: Buffer.byteLength(body), repeat };
     const burst: FixtureServer = await startFixtureServer({ defaultResponse: { body } });
     closers.push(() => burst.close());
-    modes.burst[name] = { url: name === 'openai' ? burst.openaiBaseURL : burst.anthropicBaseURL, root: burst.url, ...facts };
+    modes.burst[name] = { url: providerOf(name as StreamName) === 'openai' ? burst.openaiBaseURL : burst.anthropicBaseURL, root: burst.url, ...facts };
     const paced = await startPacedServer(body);
     closers.push(() => paced.close());
-    modes.paced[name] = { url: name === 'openai' ? `${paced.url}/v1` : paced.url, root: paced.url, ...facts };
+    modes.paced[name] = { url: providerOf(name as StreamName) === 'openai' ? `${paced.url}/v1` : paced.url, root: paced.url, ...facts };
   }
   const stop = async () => {
     await Promise.all(closers.map((close) => close()));
