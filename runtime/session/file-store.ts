@@ -8,15 +8,15 @@
  * Session ids of this store are file names; every method also takes a journal path (a copy, a
  * file elsewhere), as the CLI does.
  */
-import { closeSync, constants as fsConstants, existsSync, fsync as fsFsync, fsyncSync, linkSync, openSync, renameSync, unlinkSync } from 'node:fs';
+import { closeSync, constants as fsConstants, existsSync, fsync as fsFsync, fsyncSync, linkSync, openSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
 import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { HarnessError } from '../kernel/errors.ts';
 import { ensureDirectory, fsyncDir, writeAll, writeAllSync } from './fs.ts';
 import { lineBatches, type RawLine } from './lines.ts';
-import { acquireLock, releaseLock } from './lock.ts';
-import { dataDirOf, lockPathOf, resolveSessionPath, sessionsDir } from './paths.ts';
+import { acquireLock, isAlive, releaseLock } from './lock.ts';
+import { dataDirOf, lockPathOf, partialPathOf, partialPidOf, resolveSessionPath, sessionsDir } from './paths.ts';
 import type { JournalLease, JournalLine, JournalPrefix, JournalStore, ReadRange, TailOptions } from './store.ts';
 import { RECORD_ENVELOPE, sortSummaries, Summarizer, type SessionSummary } from './summary.ts';
 import { moveTornTail } from './torn-tail.ts';
@@ -129,8 +129,9 @@ export class FileJournalStore implements JournalStore {
    * temporary name (`<id>.jsonl.partial-<pid>`, which no reader lists) and linked to its final
    * name only after its last fsync: a copy cut by a signal or a crash never looks like a complete
    * journal. `link(2)` is an exclusive create, so the final name is still never overwritten. The
-   * temporary name is removed on every error and on `process.exit` (a SIGTERM with no handler); a
-   * SIGKILL can leave one behind.
+   * temporary name is removed on every error and on `process.exit` (a SIGTERM with no handler); one
+   * a SIGKILL left behind is removed by the next fork or import into the folder, once its pid is
+   * dead ({@link removeDeadPartials}). Readers refuse such a file by name (`NOT_A_JOURNAL_FILE`).
    */
   async create(idOrPath: string, headerLine: string, options: { prefix?: JournalPrefix } = {}): Promise<JournalLease> {
     const path = this.pathOf(idOrPath);
@@ -139,7 +140,8 @@ export class FileJournalStore implements JournalStore {
     const lockPath = lockPathOf(path);
     const lock = acquireLock(lockPath, path);
     const exists = (): HarnessError => new HarnessError('JOURNAL_EXISTS', `A journal already exists at ${path}; open it with openJournal, or pick another session id.`, { details: { path } });
-    const writePath = prefix === undefined ? path : `${path}.partial-${process.pid}`;
+    if (prefix !== undefined) removeDeadPartials(dirname(path));
+    const writePath = prefix === undefined ? path : partialPathOf(path, process.pid);
     const removePartial = (): void => {
       try {
         unlinkSync(writePath);
@@ -345,6 +347,32 @@ export class FileJournalStore implements JournalStore {
   }
 
   async close(): Promise<void> {}
+}
+
+/**
+ * Removes the `<id>.jsonl.partial-<pid>` files of `dir` whose writer is dead (a fork or import
+ * killed mid-copy); a live writer's (this process's among them) are left alone. Returns the
+ * removed paths. Failures to list or remove are ignored: a leftover is never listed anyway.
+ */
+export function removeDeadPartials(dir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const pid = partialPidOf(name);
+    if (pid === undefined || pid === process.pid || isAlive(pid)) continue;
+    try {
+      unlinkSync(join(dir, name));
+      removed.push(join(dir, name));
+    } catch {
+      // gone already, or not ours to remove
+    }
+  }
+  return removed;
 }
 
 /** The seq of a record line, read from its envelope (or its JSON when written otherwise). */

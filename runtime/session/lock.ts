@@ -38,7 +38,8 @@ interface Holder {
   readonly content: string;
 }
 
-function isAlive(pid: number): boolean {
+/** True while process `pid` exists (one of another user counts: EPERM). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

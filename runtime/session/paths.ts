@@ -51,8 +51,37 @@ export function resolveSessionPath(idOrPath: string, dataDir?: string): string {
   if (typeof idOrPath !== 'string' || idOrPath === '') {
     throw new HarnessError('INVALID_SESSION_ID', 'Give a session id or a journal path.');
   }
-  if (isAbsolute(idOrPath) || idOrPath.includes('/') || idOrPath.includes('\\') || idOrPath.endsWith('.jsonl')) return resolve(idOrPath);
+  if (isAbsolute(idOrPath) || idOrPath.includes('/') || idOrPath.includes('\\') || idOrPath.endsWith('.jsonl')) {
+    const path = resolve(idOrPath);
+    assertNotPartial(path);
+    return path;
+  }
   return journalPath(idOrPath, dataDir);
+}
+
+/**
+ * Refuses the temporary file of a fork or import (`<journal>.partial-<pid>`): it is never a journal.
+ * @throws HarnessError `NOT_A_JOURNAL_FILE`.
+ */
+export function assertNotPartial(path: string): void {
+  if (!PARTIAL_NAME.test(path)) return;
+  throw new HarnessError(
+    'NOT_A_JOURNAL_FILE',
+    `${path} is the unfinished copy of a fork or import that was stopped (a .partial-<pid> file), not a journal; the next fork or import into its folder removes it. Fork or import again to get the session.`,
+    { details: { path } },
+  );
+}
+
+/** `<journal>.partial-<pid>`: a fork or import being written (file-store.ts); never a journal. */
+const PARTIAL_NAME = /\.jsonl\.partial-(\d+)$/;
+
+/** The temporary name a fork or import of `path` is written under by process `pid`. */
+export const partialPathOf = (path: string, pid: number): string => `${path}.partial-${pid}`;
+
+/** The writer's pid of a `.partial-<pid>` file name, or undefined for any other name. */
+export function partialPidOf(name: string): number | undefined {
+  const match = PARTIAL_NAME.exec(name);
+  return match === null ? undefined : Number(match[1]);
 }
 
 export const lockPathOf = (path: string): string => `${path}.lock`;

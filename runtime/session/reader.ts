@@ -20,7 +20,7 @@ import type { FinishReason, StreamChunk } from '../llm/types.ts';
 import type { AnySessionEvent, SessionHeader } from './events.ts';
 import { Folder, initialState } from './fold.ts';
 import { lineBatches, readFirstLine, type RawLine } from './lines.ts';
-import { resolveSessionPath } from './paths.ts';
+import { assertNotPartial, resolveSessionPath } from './paths.ts';
 import { shapeProblem } from './shape.ts';
 import type { JournalStore, ReadRange } from './store.ts';
 import type { SessionState } from './types.ts';
@@ -41,8 +41,9 @@ export interface LineSource {
   readonly toSeq?: number;
 }
 
-/** The lines of a journal file. */
+/** The lines of a journal file. @throws HarnessError `NOT_A_JOURNAL_FILE` for a fork's temporary `.partial-<pid>` file. */
 export function fileSource(path: string): LineSource {
+  assertNotPartial(path);
   return { name: path, batches: lineBatches(path) };
 }
 

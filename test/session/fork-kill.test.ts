@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HarnessError, listSessions, openSession, readJournal } from '../../runtime/index.ts';
+import { forkSession, HarnessError, listSessions, openSession, readJournal } from '../../runtime/index.ts';
 import { openJournal } from '../../runtime/internal.ts';
 import { bin, cleanEnv, harness } from '../cli/support.ts';
 import { expectedEvents } from './crash-scenario.ts';
@@ -126,4 +126,42 @@ describe('a truncated fork (written in place by an older build)', () => {
     expect(result.stdout).toMatch(/damaged/);
     expect(result.stdout).toMatch(/JOURNAL_CORRUPT.*truncated fork/);
   }, 60_000);
+});
+
+describe('a .partial-<pid> file a killed fork left behind', () => {
+  /** The pid of a process that has exited. */
+  const deadPid = (): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+      child.on('error', reject);
+      child.on('exit', () => resolve(child.pid!));
+    });
+
+  it('is never a journal: not listed, refused by name by every reader; the next fork removes it once its writer is dead', async () => {
+    const source = readFileSync(join(sessions, 'source.jsonl'), 'utf8').split('\n');
+    const body = `${[JSON.stringify({ type: 'session', version: 1, id: 'leftover', createdAtMs: 3, parent: { sessionId: 'source', seq: 50 } }), ...source.slice(1, 51)].join('\n')}\n`;
+    const dead = join(sessions, `leftover.jsonl.partial-${await deadPid()}`);
+    const sleeper = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' });
+    const live = join(sessions, `busy.jsonl.partial-${sleeper.pid}`);
+    try {
+      writeFileSync(dead, body);
+      writeFileSync(live, body);
+      expect((await listSessions(data.dir)).map((s) => s.id).filter((id) => id.includes('leftover') || id.includes('busy'))).toEqual([]);
+      await expect(openJournal(dead)).rejects.toMatchObject({ code: 'NOT_A_JOURNAL_FILE', message: expect.stringContaining('unfinished copy of a fork or import') });
+      await expect(openSession(dead)).rejects.toMatchObject({ code: 'NOT_A_JOURNAL_FILE' });
+      const read = async (): Promise<void> => {
+        for await (const _ of readJournal(dead));
+      };
+      await expect(read()).rejects.toMatchObject({ code: 'NOT_A_JOURNAL_FILE' });
+
+      const seq = source.slice(1).findIndex((line) => line.includes('"type":"turn/end"')) + 1; // a turn boundary
+      const { journal } = await forkSession('source', { dataDir: data.dir, atSeq: seq, id: 'after-leftover' });
+      await journal.close();
+      expect(existsSync(dead), 'the dead writer’s partial is removed').toBe(false);
+      expect(existsSync(live), 'a live writer’s partial is left alone').toBe(true);
+      expect(readdirSync(sessions).filter((name) => name.startsWith('after-leftover'))).toEqual(['after-leftover.jsonl']);
+    } finally {
+      sleeper.kill('SIGKILL');
+    }
+  });
 });
