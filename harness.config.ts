@@ -14,7 +14,7 @@
  * The stack is: llm-scripted, llm-openai (openai, deepseek), llm-anthropic, llm-retry (3 retries),
  * token-meter (with prices), compaction, tools-workspace (confined file tools; `exec_command` runs
  * `bash -c` in the workspace and is not confined — the approval policy guards it), approvals
- * (`--approve`, default `read-only`). Change one with `defaultPlugins({ <plugin>: { … } })`, leave one
+ * (`--approve`, default `read-only`), journal-postgres (`--store postgres://…`). Change one with `defaultPlugins({ <plugin>: { … } })`, leave one
  * out with `false`.
  */
 import { defineConfig } from './runtime/index.ts';

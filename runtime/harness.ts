@@ -18,7 +18,7 @@ import { ToolRegistry } from './agent/tools.ts';
 import { AgentSession } from './agent/session.ts';
 import { FileJournalStore } from './session/file-store.ts';
 import { createJournal, openJournal } from './session/open.ts';
-import { openRegisteredStore, type JournalStore } from './session/store.ts';
+import { fileStoreDir, isFileStoreSpec, openRegisteredStore, type JournalStore } from './session/store.ts';
 import type { RepairReport } from './session/types.ts';
 import type { ParentSessionLink } from './session/events.ts';
 
@@ -61,7 +61,8 @@ export interface HarnessConfig {
   /** Where journals live (`<dataDir>/sessions/`). Default: `$HARNESS_HOME`, else `~/.harness`. */
   readonly dataDir?: string;
   /**
-   * The journal store: `'file'` (default: the JSONL files of `dataDir`) or a URL whose scheme a
+   * The journal store: `'file'` (default: the JSONL files of `dataDir`), `'file:<dir>'` (the JSONL
+   * files of data directory `<dir>`, relative to the config's folder), or a URL whose scheme a
    * loaded plugin registered (`postgres://user@host:5432/db` with the journal-postgres plugin).
    * `createHarness({ store })` (the CLI's `--store`) overrides it.
    */
@@ -142,7 +143,8 @@ export interface CreateHarnessOptions {
   /** Overrides the config's data directory. */
   dataDir?: string;
   /**
-   * Overrides the config's store: `'file'`, a URL of a registered scheme, or a store object (the
+   * Overrides the config's store: `'file'`, `'file:<dir>'` (that data directory, relative to the
+   * process's cwd; it wins over `dataDir`), a URL of a registered scheme, or a store object (the
    * caller keeps owning it: `dispose` does not close it).
    */
   store?: string | JournalStore;
@@ -160,7 +162,10 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
   const baseDir = configPath ? dirname(configPath) : resolve(options.baseDir ?? process.cwd());
   const kernel = new Kernel();
   const llm = new LlmService(kernel);
-  const dataDir = resolveDataDir(options.dataDir ?? config.dataDir, baseDir);
+  const storeSpec = options.store ?? config.store;
+  // `file:<dir>` names the data directory itself (a config's relative dir resolves from its folder).
+  const fileDir = typeof storeSpec === 'string' ? fileStoreDir(storeSpec, options.store === undefined ? baseDir : process.cwd()) : undefined;
+  const dataDir = fileDir ?? resolveDataDir(options.dataDir ?? config.dataDir, baseDir);
   for (const hook of ['agent/request', 'agent/pre-step', 'agent/request-error', 'tools/execute'] as const) kernel.bus.declare(hook, 'waterfall');
   kernel.bus.declare('session/event', 'sink');
   const tools = new ToolRegistry();
@@ -250,10 +255,10 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
   try {
     for (const spec of config.plugins) await host.load(spec);
     // After the plugins: a store plugin registers its URL scheme in its setup.
-    const spec = options.store ?? config.store;
+    const spec = storeSpec;
     if (typeof spec === 'object') store = spec;
     else {
-      store = spec === undefined || spec === 'file' ? new FileJournalStore({ dataDir }) : await openRegisteredStore(spec, { dataDir });
+      store = spec === undefined || isFileStoreSpec(spec) ? new FileJournalStore({ dataDir }) : await openRegisteredStore(spec, { dataDir });
       ownsStore = true;
     }
   } catch (error) {

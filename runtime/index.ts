@@ -181,6 +181,7 @@ export {
   registerJournalStore,
   redactStoreUrl,
   storeScheme,
+  isFileStoreSpec,
   type JournalStore,
   type JournalLease,
   type JournalLine,

@@ -23,7 +23,7 @@
  * Each option is a plugin's config, merged over the stack's (one level deep: for the model plugins
  * `providers` merge by id, for `tokenMeter` `prices` merge by provider), or `false` to leave the plugin
  * out. The order is the stack's: scripted, openai, anthropic, retry, tokenMeter, compaction, tools,
- * approvals.
+ * approvals, journalPostgres.
  */
 import { fileURLToPath } from 'node:url';
 import type { HarnessConfig, PluginDefinition, PluginSpec } from '../runtime/index.ts';
@@ -54,6 +54,11 @@ export interface StackOptions {
   readonly tools?: Override<typeof import('../plugins/tools-workspace/index.ts')> | false;
   /** `approvals`: the `--approve` policies (default `read-only`). */
   readonly approvals?: Override<typeof import('../plugins/approvals/index.ts')> | false;
+  /**
+   * `journal-postgres`: makes `store: 'postgres://…'` (and `--store postgres://…`) usable. It costs
+   * nothing until such a store is opened (the `pg` driver is loaded then).
+   */
+  readonly journalPostgres?: Override<typeof import('../plugins/journal-postgres/index.ts')> | false;
   /**
    * More OpenAI-compatible providers (Ollama, vLLM, OpenRouter, a gateway), served by `llm-openai`
    * beside `openai` and `deepseek`: one entry each, e.g.
@@ -153,6 +158,7 @@ export function defaultPlugins(options: StackOptions = {}): PluginSpec[] {
     // can reach anything the user can — it is not confined; the approval policy is what guards it.
     ['tools', 'tools-workspace', {}],
     ['approvals', 'approvals', { default: 'read-only' }],
+    ['journalPostgres', 'journal-postgres', {}],
   ];
   const plugins: PluginSpec[] = [];
   for (const [option, plugin, base, deep] of entries) {

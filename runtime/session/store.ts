@@ -22,6 +22,8 @@
  * `journal-postgres` plugin registers `postgres:` and `postgresql:`). A harness picks one with its
  * config key `store` or `createHarness({ store })` (the CLI's `--store`).
  */
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Disposer } from '../kernel/bus.ts';
 import { HarnessError } from '../kernel/errors.ts';
 import type { RawLine } from './lines.ts';
@@ -173,6 +175,24 @@ export function registerJournalStore(scheme: string, factory: JournalStoreFactor
 /** The schemes that have a registered store now (for diagnostics and tests). */
 export function registeredStoreSchemes(): string[] {
   return [...factories.keys()].sort();
+}
+
+/**
+ * The data directory a `file:` store spec names, or undefined when it names none: `'file'` (the
+ * data directory of the config, `--data-dir` or `$HARNESS_HOME`), `file:<dir>` (relative to
+ * `baseDir`) or `file:///abs/dir`. Not a `file` spec: undefined too (check {@link isFileStoreSpec}).
+ */
+export function fileStoreDir(spec: string, baseDir: string): string | undefined {
+  if (!isFileStoreSpec(spec) || spec === 'file') return undefined;
+  const rest = spec.slice('file:'.length);
+  if (rest.startsWith('//')) return fileURLToPath(spec);
+  if (rest === '') throw new HarnessError('INVALID_ARGUMENTS', 'The store "file:" names no directory: give file:<dir> (the data directory; journals go in <dir>/sessions), or just "file".');
+  return resolve(baseDir, rest);
+}
+
+/** True for the file store's specs: `file`, `file:<dir>`, `file:///dir`. */
+export function isFileStoreSpec(spec: string): boolean {
+  return spec === 'file' || spec.startsWith('file:');
 }
 
 /** The scheme of a store URL (`postgres://…` → `postgres`), or undefined for none. */

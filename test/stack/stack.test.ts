@@ -15,7 +15,7 @@ const names = (plugins: { module?: string }[]) => plugins.map((p) => basename(di
 describe('defaultPlugins', () => {
   it('lists the shipped plugins in the stack order, by absolute module path', () => {
     const plugins = defaultPlugins();
-    expect(names(plugins)).toEqual(['llm-scripted', 'llm-openai', 'llm-anthropic', 'llm-retry', 'token-meter', 'compaction', 'tools-workspace', 'approvals']);
+    expect(names(plugins)).toEqual(['llm-scripted', 'llm-openai', 'llm-anthropic', 'llm-retry', 'token-meter', 'compaction', 'tools-workspace', 'approvals', 'journal-postgres']);
     for (const plugin of plugins) expect(existsSync(plugin.module!)).toBe(true);
   });
 
@@ -38,7 +38,17 @@ describe('defaultPlugins', () => {
     const dir = mkdtempSync(join(tmpdir(), 'harness-stack-'));
     const harness = await createHarness({ config: defaultConfig({ scripted: { paceMs: 0 } }), dataDir: join(dir, 'data') });
     try {
-      expect(harness.host.list().map((p) => p.name)).toEqual(['llm-scripted', 'llm-openai', 'llm-anthropic', 'llm-retry', 'token-meter', 'compaction', 'tools-workspace', 'approvals']);
+      expect(harness.host.list().map((p) => p.name)).toEqual([
+        'llm-scripted',
+        'llm-openai',
+        'llm-anthropic',
+        'llm-retry',
+        'token-meter',
+        'compaction',
+        'tools-workspace',
+        'approvals',
+        'journal-postgres',
+      ]);
       expect(harness.config.defaults).toEqual(DEFAULT_DEFAULTS);
       const call = await harness.llm.prepareCall({ provider: DEFAULT_DEFAULTS.provider, model: DEFAULT_DEFAULTS.model });
       expect(call.model).toMatchObject({ id: 'scripted-default' });
