@@ -6,7 +6,7 @@
 import { readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { HarnessError, listSessions, type SessionSummary } from '../runtime/index.ts';
+import { HarnessError, listSessions, type JournalStore, type SessionSummary } from '../runtime/index.ts';
 import { isSessionId, sessionsDir } from '../runtime/internal.ts';
 import type { Io } from './env.ts';
 import { formatAgo, oneLine, printable } from './format.ts';
@@ -45,24 +45,40 @@ export function homeRelative(path: string): string {
   return path === home ? '~' : path.startsWith(`${home}/`) ? `~${path.slice(home.length)}` : path;
 }
 
+/**
+ * Where sessions are looked for: a data directory (its file store), or a store. A session found
+ * there is named by its journal path in the file store, by its id in another (what `openSession` takes).
+ */
+export type Sessions = string | JournalStore;
+
+/** Where `sessions` are, for messages. */
+function placeOf(sessions: Sessions): string {
+  return typeof sessions === 'string' ? `${sessions}/sessions` : sessions.location;
+}
+
+/** How a listed session is named to open it (see {@link Sessions}). */
+function refOf(summary: SessionSummary, sessions: Sessions): string {
+  return typeof sessions === 'string' || sessions.kind === 'file' ? summary.path : summary.id;
+}
+
 /** The readable sessions of a workspace (its header's cwd), most recently updated first. */
-export async function sessionsOfWorkspace(dataDir: string, workspace: string): Promise<SessionSummary[]> {
+export async function sessionsOfWorkspace(sessions: Sessions, workspace: string): Promise<SessionSummary[]> {
   const dir = resolve(workspace);
-  return (await listSessions(dataDir)).filter((s) => s.error === undefined && s.cwd !== undefined && resolve(s.cwd) === dir);
+  return (await listSessions(sessions)).filter((s) => s.error === undefined && s.cwd !== undefined && resolve(s.cwd) === dir);
 }
 
 /**
  * `-c/--continue`: the journal of the workspace's most recently updated session.
  * @throws HarnessError `NO_SESSION_TO_CONTINUE` when the workspace has none.
  */
-export async function latestOfWorkspace(dataDir: string, workspace: string): Promise<string> {
-  const [latest] = await sessionsOfWorkspace(dataDir, workspace);
+export async function latestOfWorkspace(sessions: Sessions, workspace: string): Promise<string> {
+  const [latest] = await sessionsOfWorkspace(sessions, workspace);
   if (latest === undefined) {
-    throw new HarnessError('NO_SESSION_TO_CONTINUE', `No session of the workspace ${printable(workspace)} in ${dataDir}/sessions; start one without --continue (or give another with --cwd <dir>).`, {
+    throw new HarnessError('NO_SESSION_TO_CONTINUE', `No session of the workspace ${printable(workspace)} in ${placeOf(sessions)}; start one without --continue (or give another with --cwd <dir>).`, {
       details: { workspace },
     });
   }
-  return latest.path;
+  return refOf(latest, sessions);
 }
 
 /**
@@ -70,10 +86,10 @@ export async function latestOfWorkspace(dataDir: string, workspace: string): Pro
  * workspace's first; resolves to the chosen journal.
  * @throws HarnessError `NO_SESSIONS` when there is none; `NO_SESSION_CHOSEN` on Ctrl-C / Esc.
  */
-export async function pickSession(dataDir: string, workspace: string, io: Io): Promise<string> {
+export async function pickSession(sessions: Sessions, workspace: string, io: Io): Promise<string> {
   const here = resolve(workspace);
-  const all = (await listSessions(dataDir)).filter((s) => s.error === undefined);
-  if (all.length === 0) throw new HarnessError('NO_SESSIONS', `There are no sessions in ${dataDir}/sessions to resume yet; start one without --resume.`);
+  const all = (await listSessions(sessions)).filter((s) => s.error === undefined);
+  if (all.length === 0) throw new HarnessError('NO_SESSIONS', `There are no sessions in ${placeOf(sessions)} to resume yet; start one without --resume.`);
   const inHere = (s: SessionSummary) => s.cwd !== undefined && resolve(s.cwd) === here;
   const sorted = [...all.filter(inHere), ...all.filter((s) => !inHere(s))];
   const titleWidth = 40;
@@ -82,7 +98,11 @@ export async function pickSession(dataDir: string, workspace: string, io: Io): P
     const title = oneLine(s.title ?? '(untitled)', titleWidth).padEnd(titleWidth);
     const where = oneLine(homeRelative(s.cwd ?? '—'), 36).padEnd(36);
     const turns = `${s.turnCount} turn${s.turnCount === 1 ? '' : 's'}`.padEnd(9);
-    return { value: s.path, name: `${title}  ${where}  ${formatAgo(s.lastUpdateAtMs).padEnd(8)}  ${turns}  ${s.id.slice(0, 8)}`, short: `${s.id} · ${oneLine(s.title ?? '(untitled)', 60)}` };
+    return {
+      value: refOf(s, sessions),
+      name: `${title}  ${where}  ${formatAgo(s.lastUpdateAtMs).padEnd(8)}  ${turns}  ${s.id.slice(0, 8)}`,
+      short: `${s.id} · ${oneLine(s.title ?? '(untitled)', 60)}`,
+    };
   });
   try {
     return await select({ message: 'Resume which session? (↑/↓, Enter; Esc or Ctrl-C: none)', choices, pageSize: 12, loop: false }, { output: io.out, clearPromptOnDone: false });
@@ -107,11 +127,14 @@ export interface ResumeChoice {
  * terminal.
  * @throws HarnessError `INVALID_ARGUMENTS` for `-c` with `-r`, or `-r` with no id where there is no terminal.
  */
-export async function sessionToResume(options: ResumeChoice, context: { dataDir: string; workspace: string; io: Io; resolveArgument: (argument: string) => string }): Promise<string | undefined> {
+export async function sessionToResume(
+  options: ResumeChoice,
+  context: { sessions: Sessions; workspace: string; io: Io; resolveArgument: (argument: string) => string | Promise<string> },
+): Promise<string | undefined> {
   if (options.continue && options.resume !== undefined) {
     throw new HarnessError('INVALID_ARGUMENTS', '--continue and --resume cannot be combined: --continue resumes the latest session of the workspace, --resume the one you name.');
   }
-  if (options.continue) return latestOfWorkspace(context.dataDir, context.workspace);
+  if (options.continue) return latestOfWorkspace(context.sessions, context.workspace);
   if (options.resume === undefined || options.resume === false) return undefined;
   if (typeof options.resume === 'string') return context.resolveArgument(options.resume);
   if (!(process.stdin.isTTY && context.io.interactive)) {
@@ -120,5 +143,5 @@ export async function sessionToResume(options: ResumeChoice, context: { dataDir:
       '--resume with no session opens a picker, which needs a terminal; name the session (--resume <id or prefix>), or use --continue for the latest of this workspace.',
     );
   }
-  return pickSession(context.dataDir, context.workspace, context.io);
+  return pickSession(context.sessions, context.workspace, context.io);
 }

@@ -3,7 +3,7 @@
  * runtime refuses any other seq with `FORK_INSIDE_TURN`; the CLI's message names the nearest seqs
  * that are allowed and the way to fork there anyway, in the words of the command that was used.
  */
-import { readJournal, type AnySessionEvent } from '../runtime/index.ts';
+import { readJournal, type AnySessionEvent, type LineSource } from '../runtime/index.ts';
 
 /** The nearest seqs ≤ and ≥ `atSeq` where a fork is allowed (`after` absent when the journal ends inside the turn). */
 export function forkableAround(events: Iterable<Pick<AnySessionEvent, 'seq' | 'type'>>, atSeq: number): { before: number; after?: number; turnStartSeq?: number } {
@@ -27,7 +27,7 @@ export function forkableAround(events: Iterable<Pick<AnySessionEvent, 'seq' | 't
  * The message of a `FORK_INSIDE_TURN` for a person: which seqs are allowed near `atSeq` and how to
  * fork there (`retry(seq)`: `/fork 12`, `harness fork … --at 12`), or where it is and what closes it.
  */
-export async function forkInsideTurnMessage(path: string, atSeq: number, how: { session: string; retry: (seq: number) => string; closeTurn?: string }): Promise<string> {
+export async function forkInsideTurnMessage(path: string | LineSource, atSeq: number, how: { session: string; retry: (seq: number) => string; closeTurn?: string }): Promise<string> {
   const events: Pick<AnySessionEvent, 'seq' | 'type'>[] = [];
   for await (const event of readJournal(path, { salvage: true })) events.push({ seq: event.seq, type: event.type });
   const { before, after, turnStartSeq } = forkableAround(events, atSeq);

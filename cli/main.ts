@@ -45,6 +45,10 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     .version(cliVersion(), '-V, --version')
     .option('--config <path>', 'harness config file (default: $HARNESS_CONFIG if set, else ./harness.config.ts (.mts, .js, .mjs) if present, else the built-in stack)')
     .option('--data-dir <dir>', "where journals live, in <dir>/sessions (default: the config's dataDir, else $HARNESS_HOME, else ~/.harness)")
+    .option(
+      '--store <url>',
+      "where sessions live: file (the JSONL journals of the data directory; the default), file:<dir> (those of data directory <dir>), or postgres://user@host:5432/db (default: the config's store)",
+    )
     .option('--debug', 'print stacks of unexpected errors and info diagnostics')
     .option('--no-color', 'no colours (also: NO_COLOR=1)')
     .showSuggestionAfterError(true)
@@ -166,7 +170,6 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     .description('serve the sessions over HTTP + Server-Sent Events (bearer token; 127.0.0.1 by default)')
     .option('--host <host>', 'interface to bind (default 127.0.0.1; anything else exposes your workspaces to the network)')
     .option('--port <port>', 'TCP port (default 7860; 0 picks a free one)', port)
-    .option('--store <store>', 'where sessions live: file (the JSONL journals in the data directory; the default)')
     .option('--queue <url>', 'be one of several workers: submitted turns are jobs in a queue in this PostgreSQL database (postgres://…), run by any worker')
     .option('--cwd <dir>', 'workspace of sessions created without one (default: the current directory)')
     .addOption(new Option('-a, --approve <policy>', 'approval policy of turns that name none; asked calls wait for an answer over HTTP').choices(POLICIES))
@@ -197,7 +200,25 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
       exit(await initCommand(dir, io));
     });
 
-  const importCommand = program.command('import').description('import sessions from other tools');
+  program
+    .command('export')
+    .argument('<session>', 'session id, unique id prefix or journal path')
+    .description("write a session's journal as JSONL (the lines the file store holds, from any store) to stdout or a file")
+    .option('-o, --output <file>', 'write to this file (created; refused if it exists) instead of stdout')
+    .action(async (session: string, options) => {
+      const { exportCommand } = await import('./commands/export.ts');
+      exit(await exportCommand(session, options, globals(), io));
+    });
+
+  const importCommand = program.command('import').description('import sessions: a Harness journal into a store, or a session of another tool');
+  importCommand
+    .command('harness')
+    .argument('<file>', 'a Harness JSONL journal (e.g. from harness export)')
+    .description("load a Harness journal into the store (--store, else the config's) under its own id, verbatim; refused when the id exists there")
+    .action(async (file: string) => {
+      const { importHarnessCommand } = await import('./commands/export.ts');
+      exit(await importHarnessCommand(file, globals(), io));
+    });
   importCommand
     .command('dsh')
     .argument('<file>', 'a DeepSeek Harness session.jsonl')

@@ -6,8 +6,22 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join, resolve } from 'node:path';
-import { createHarness, HarnessError, type ApproveFn, type AgentSession, type Harness } from '../runtime/index.ts';
-import { isSessionId, resolveSessionPath, sessionsDir } from '../runtime/internal.ts';
+import {
+  createHarness,
+  HarnessError,
+  isFileStoreSpec,
+  redactStoreUrl,
+  storeSource,
+  type AgentSession,
+  type ApproveFn,
+  type Harness,
+  type JournalStore,
+  readJournalHeader,
+  type LineSource,
+  type SessionHeader,
+  type SessionSummary,
+} from '../runtime/index.ts';
+import { isSessionId, parseHeaderLine, resolveSessionPath, sessionsDir } from '../runtime/internal.ts';
 import { defaultConfig } from '../stack/index.ts';
 import type { Ask } from './approval.ts';
 import { journalOfPrefix } from './find-session.ts';
@@ -18,7 +32,14 @@ import { oneLine, printable } from './format.ts';
 export interface GlobalOptions {
   readonly config?: string;
   readonly dataDir?: string;
+  /** `--store`: `file` (default), `file:<dir>`, or a store URL (`postgres://…`); overrides the config's `store`. */
+  readonly store?: string;
   readonly debug?: boolean;
+}
+
+/** The createHarness overrides the global flags give. */
+function overrides(globals: GlobalOptions): { dataDir?: string; store?: string } {
+  return { ...(globals.dataDir ? { dataDir: globals.dataDir } : {}), ...(globals.store ? { store: globals.store } : {}) };
 }
 
 /** The data directory of the harness this process opened last (for error hints). */
@@ -28,7 +49,7 @@ export let openedDataDir: string | undefined;
 export async function openHarness(globals: GlobalOptions, io: Io): Promise<Harness> {
   const source = configSource(globals.config);
   const config = source.path === undefined ? { config: defaultConfig(), baseDir: process.cwd() } : { configPath: source.path };
-  const harness = await withDataDir(await createHarness({ ...config, ...(globals.dataDir ? { dataDir: globals.dataDir } : {}) }), globals);
+  const harness = await withDataDir(await createHarness({ ...config, ...overrides(globals) }), globals);
   harness.kernel.bus.add(
     'kernel/diagnostic',
     (diagnostic: { level: string; code: string; message: string }) => {
@@ -51,12 +72,17 @@ export async function openHarnessForReading(globals: GlobalOptions, io: Io): Pro
   try {
     return await openHarness(globals, io);
   } catch (error) {
-    if (!HarnessError.is(error) || error.code === 'DATA_DIR_INVALID') throw error;
+    if (!HarnessError.is(error) || error.code === 'DATA_DIR_INVALID' || STORE_ERRORS.has(error.code)) throw error;
     const where = await errorLocation(error, configSource(globals.config).path);
     io.err.write(`${io.c.yellow(`warning ${error.code}:`)} ${oneLine(error.message, 240)}${where ? ` (at ${where.at})` : ''} — reading without the config's plugins\n`);
-    return withDataDir(await createHarness({ config: { plugins: [] }, ...(globals.dataDir ? { dataDir: globals.dataDir } : {}) }), globals);
+    // A store of a plugin's scheme needs that plugin: without the config's plugins, the built-in stack's.
+    const plugins = globals.store && !isFileStoreSpec(globals.store) ? defaultConfig().plugins : [];
+    return withDataDir(await createHarness({ config: { plugins }, ...overrides(globals) }), globals);
   }
 }
+
+/** Errors of opening the store itself: reading without the config's plugins would not help. */
+const STORE_ERRORS: ReadonlySet<string> = new Set(['UNKNOWN_STORE', 'STORE_UNAVAILABLE', 'STORE_SCHEMA_TOO_NEW', 'INVALID_ARGUMENTS']);
 
 /** The harness, once its data directory passed {@link checkDataDir} (else it is disposed and the error thrown). */
 async function withDataDir(harness: Harness, globals: GlobalOptions): Promise<Harness> {
@@ -138,10 +164,75 @@ export function sessionPath(argument: string, dataDir: string): string {
 }
 
 /**
+ * The session a command argument names in the harness's store, as the store's functions take it:
+ * in the file store, the journal's path ({@link sessionPath}); in another store, the session id —
+ * the argument itself, or the one id it is a unique prefix of.
+ * @throws HarnessError `INVALID_SESSION_ID`, `AMBIGUOUS_SESSION`, `JOURNAL_NOT_FOUND`, the store's errors.
+ */
+export async function sessionRef(argument: string, harness: Harness): Promise<string> {
+  const store = harness.store;
+  if (store.kind === 'file') return sessionPath(argument, harness.dataDir);
+  if (!isSessionId(argument)) {
+    throw new HarnessError('INVALID_SESSION_ID', `${JSON.stringify(printable(argument))} is not a session id; a session in ${store.location} is named by its id or a unique prefix of it.`, {
+      details: { argument },
+    });
+  }
+  const ids = (await store.list()).map((summary) => summary.id);
+  if (ids.includes(argument)) return argument;
+  const matches = ids.filter((id) => id.startsWith(argument)).sort();
+  if (matches.length === 1) return matches[0]!;
+  if (matches.length > 1) {
+    throw new HarnessError('AMBIGUOUS_SESSION', `"${printable(argument)}" is the start of ${matches.length} session ids: ${matches.slice(0, 8).join(', ')}. Give more of the id.`, {
+      details: { prefix: argument, candidates: matches },
+    });
+  }
+  throw new HarnessError('JOURNAL_NOT_FOUND', `No session ${JSON.stringify(printable(argument))} in ${store.location}.`, { details: { location: store.location, sessionId: argument } });
+}
+
+/** What a reader reads for a {@link sessionRef}: the journal path in the file store, else the store's lines of the session (one read each). */
+export function sessionSource(harness: Harness, ref: string): string | LineSource {
+  return harness.store.kind === 'file' ? ref : storeSource(harness.store, ref);
+}
+
+/**
+ * The header of the session of a {@link sessionRef} (reads only its first line).
+ * @throws HarnessError `JOURNAL_NOT_FOUND`, `JOURNAL_HEADER`, `JOURNAL_VERSION`.
+ */
+export async function sessionHeader(harness: Harness, ref: string): Promise<SessionHeader> {
+  const store = harness.store;
+  if (store.kind === 'file') return readJournalHeader(ref);
+  for await (const lines of store.read(ref, { toSeq: 0 })) return parseHeaderLine(lines[0]?.text, store.locationOf(ref));
+  return parseHeaderLine(undefined, store.locationOf(ref));
+}
+
+/** The {@link sessionRef} of a session the harness opened. */
+export function refOfSession(harness: Harness, session: { readonly id: string; readonly path: string }): string {
+  return harness.store.kind === 'file' ? session.path : session.id;
+}
+
+/** What a reader reads for a session the harness opened: its journal file, or its lines in the store (one read each). */
+export function sourceOfSession(harness: Harness, session: { readonly id: string; readonly path: string }): string | LineSource {
+  return harness.store.kind === 'file' ? session.path : storeSource(harness.store, session.id);
+}
+
+/** Where the harness's sessions are, for messages: `<dataDir>/sessions`, or the store's location (no password). */
+export function storeName(harness: Harness): string {
+  return harness.store.kind === 'file' ? `${harness.dataDir}/sessions` : harness.store.location;
+}
+
+/** The reference (see {@link sessionRef}) of a listed session: its path in the file store, else its id. */
+export function refOfSummary(summary: SessionSummary, store: JournalStore): string {
+  return store.kind === 'file' ? summary.path : summary.id;
+}
+
+/**
  * What to type to name a journal in another command: its file's id when it is in the data
  * directory's sessions folder (even when its header says another id: a copied journal), else its path.
  */
 export function sessionArgument(path: string, dataDir: string): string {
+  // Another store's location: `<store URL>#<id>`.
+  const hash = path.lastIndexOf('#');
+  if (hash > 0 && /^[a-z][a-z0-9+.-]*:\/\//i.test(path) && isSessionId(path.slice(hash + 1))) return path.slice(hash + 1);
   const name = basename(path, '.jsonl');
   if (dirname(path) === sessionsDir(dataDir) && path.endsWith('.jsonl') && isSessionId(name)) return name;
   return path;
@@ -256,7 +347,8 @@ export function makeApprover(harness: Harness, policy: string | undefined, ask: 
 
 /** `harness [--config …] [--data-dir …]`: how to run this CLI again with the same config and data. */
 export function selfWithGlobals(globals: GlobalOptions): string {
-  return `${selfCommand()}${globals.config ? ` --config ${shellQuote(globals.config)}` : ''}${globals.dataDir ? ` --data-dir ${shellQuote(globals.dataDir)}` : ''}`;
+  const store = globals.store ? ` --store ${shellQuote(isFileStoreSpec(globals.store) ? globals.store : redactStoreUrl(globals.store))}` : '';
+  return `${selfCommand()}${globals.config ? ` --config ${shellQuote(globals.config)}` : ''}${globals.dataDir ? ` --data-dir ${shellQuote(globals.dataDir)}` : ''}${store}`;
 }
 
 /** `journal <path>` and `replay <command>` lines (the replay names the journal's file, see {@link sessionArgument}). */
@@ -286,6 +378,7 @@ export function hintFor(error: HarnessError, context: { globals: GlobalOptions; 
     case 'JOURNAL_LOCKED':
       return `another harness process is writing this session; \`${self} replay ${session}\` reads it meanwhile (read-only), or wait for it to finish.`;
     case 'JOURNAL_EXISTS':
+      if (error.failure.verbatim === true) return `\`${self} sessions\` lists the sessions of that store; import into another with --store <url>.`;
       return 'give the new session another id with --id <id>.';
     case 'DUPLICATE_PLUGIN':
       return `the plugin is listed twice in the config ${configName(config)}; remove one of its entries.`;

@@ -7,7 +7,7 @@
  * `compaction/summary` events as they are journaled. So the footer means the same whether the
  * session is new, resumed, or one turn of many in a chat, and whether `token-meter` is loaded or not.
  */
-import { readJournal, type AnySessionEvent, type ForwardedEvent, type Harness, type TokenUsage } from '../runtime/index.ts';
+import { readJournal, type AnySessionEvent, type ForwardedEvent, type Harness, type LineSource, type TokenUsage } from '../runtime/index.ts';
 import type { Io } from './env.ts';
 import { addUsage, formatCost, formatUsage } from './format.ts';
 
@@ -49,9 +49,9 @@ export class UsageTally {
   private turnCount = 0;
 
   /** A tally for a resumed session: its past usage, read from its journal once (a new one starts with `new UsageTally()`). */
-  static async of(session: { path: string }): Promise<UsageTally> {
+  static async of(journal: string | LineSource): Promise<UsageTally> {
     const tally = new UsageTally();
-    for await (const event of readJournal(session.path)) {
+    for await (const event of readJournal(journal)) {
       if (event.type === 'turn/start') tally.turnCount++;
       const request = requestOf(event);
       if (request) tally.session.add(request);

@@ -47,7 +47,9 @@ import {
   selfWithGlobals,
   sessionArgument,
   sessionHints,
-  sessionPath,
+  refOfSession,
+  sessionRef,
+  sourceOfSession,
   titleOf,
   type GlobalOptions,
   type TurnOptions,
@@ -102,7 +104,7 @@ export async function chatCommand(options: TurnOptions, globals: GlobalOptions, 
       await session?.close();
       return stopped.exitCode;
     }
-    const recap = session ? await recapOf(session, harness.dataDir, globals, io) : '';
+    const recap = session ? await recapOf(session, harness, globals, io) : '';
     repl = new Repl(harness, session, { ...options, ...(cwd ? { cwd } : {}), call, recap }, globals, io);
     const exit = repl.run();
     if (mode.watch) watcher = await startWatcher(harness, (line) => repl!.notify(line), io);
@@ -119,9 +121,10 @@ export async function chatCommand(options: TurnOptions, globals: GlobalOptions, 
 const RECAP_TURNS = 2;
 
 /** What a resumed chat shows first: the session's last turns, as the transcript shows them. */
-async function recapOf(session: AgentSession, dataDir: string, globals: GlobalOptions, io: Io): Promise<string> {
+async function recapOf(session: AgentSession, harness: Harness, globals: GlobalOptions, io: Io): Promise<string> {
+  const dataDir = harness.dataDir;
   const events: AnySessionEvent[] = [];
-  for await (const event of readJournal(session.path)) events.push(event);
+  for await (const event of readJournal(sourceOfSession(harness, session))) events.push(event);
   const starts = events.flatMap((event, index) => (event.type === 'turn/start' ? [index] : []));
   if (starts.length === 0) return '';
   const from = starts[Math.max(0, starts.length - RECAP_TURNS)]!;
@@ -306,7 +309,7 @@ class Repl {
       }
       case 'sessions': {
         const workspace = this.options.cwd ?? this.session?.session.cwd ?? process.cwd();
-        const sessions = (await sessionsOfWorkspace(this.harness.dataDir, workspace)).slice(0, 10);
+        const sessions = (await sessionsOfWorkspace(this.harness.store, workspace)).slice(0, 10);
         if (sessions.length === 0) return void out(c.dim(`no sessions of ${workspace} yet`));
         for (const s of sessions)
           out(`  ${s.id.slice(0, 8)}  ${oneLine(s.title ?? '(untitled)', 48).padEnd(48)}  ${c.dim(`${s.turnCount} turn${s.turnCount === 1 ? '' : 's'} · ${formatAgo(s.lastUpdateAtMs)}`)}`);
@@ -346,8 +349,8 @@ class Repl {
   private async resume(args: string): Promise<void> {
     const { c } = this.io;
     if (args === '') throw new HarnessError('INVALID_ARGUMENTS', "/resume takes a session: its id, a unique start of it, or a journal path (/sessions lists this workspace's).");
-    const path = sessionPath(args, this.harness.dataDir);
-    if (this.session && resolve(this.session.path) === resolve(path)) return void this.io.out.write(`${c.dim(`already in session ${this.session.id}`)}\n`);
+    const path = await sessionRef(args, this.harness);
+    if (this.session && resolve(refOfSession(this.harness, this.session)) === resolve(path)) return void this.io.out.write(`${c.dim(`already in session ${this.session.id}`)}\n`);
     const next = await resumeSession(this.harness, path, this.options.cwd, this.io);
     let call: { provider?: string; model?: string };
     try {
@@ -357,7 +360,7 @@ class Repl {
       throw error;
     }
     await this.switchTo(next, call);
-    this.io.out.write(`${await recapOf(next, this.harness.dataDir, this.globals, this.io)}${c.green(`resumed session ${next.id} · ${this.currentModel()}`)}\n`);
+    this.io.out.write(`${await recapOf(next, this.harness, this.globals, this.io)}${c.green(`resumed session ${next.id} · ${this.currentModel()}`)}\n`);
   }
 
   /**
@@ -374,10 +377,10 @@ class Repl {
     await source.session.checkpoint(); // the fork reads the store: every event written so far must be in it
     let forked: Awaited<ReturnType<typeof forkSession>>;
     try {
-      forked = await forkSession(source.path, { atSeq, store: this.harness.store, bus: this.harness.kernel.bus });
+      forked = await forkSession(refOfSession(this.harness, source), { atSeq, store: this.harness.store, bus: this.harness.kernel.bus });
     } catch (error) {
       if (HarnessError.is(error) && error.code === 'FORK_INSIDE_TURN') {
-        throw new HarnessError('FORK_INSIDE_TURN', await forkInsideTurnMessage(source.path, atSeq, { session: source.id, retry: (seq) => `/fork ${seq}` }), { details: { ...error.failure } });
+        throw new HarnessError('FORK_INSIDE_TURN', await forkInsideTurnMessage(sourceOfSession(this.harness, source), atSeq, { session: source.id, retry: (seq) => `/fork ${seq}` }), { details: { ...error.failure } });
       }
       throw error;
     }
@@ -423,7 +426,7 @@ class Repl {
     const previous = this.session;
     this.session = next;
     this.options.call = call;
-    this.tally = await UsageTally.of(next);
+    this.tally = await UsageTally.of(sourceOfSession(this.harness, next));
     this.allowances.clear();
     await previous?.close().catch(() => undefined);
   }
@@ -445,7 +448,7 @@ class Repl {
           await this.session.session.append('session/title', { title: titleOf(prompt) });
         }
         const session = this.session;
-        this.tally ??= await UsageTally.of(session); // a resumed session: its past, from the journal
+        this.tally ??= await UsageTally.of(sourceOfSession(this.harness, session)); // a resumed session: its past, from the journal
         this.tally.startTurn();
         if (this.closing) return;
         for await (const event of session.run(prompt, {

@@ -13,6 +13,7 @@ import {
   readJournalHeader,
   recordedCalls,
   type AnySessionEvent,
+  type Harness,
   type JournalStore,
   type OpenedSession,
   type SessionHeader,
@@ -22,7 +23,7 @@ import { Folder, initialState, unansweredToolCalls } from '../../runtime/interna
 import type { Io } from '../env.ts';
 import { formatUsage, oneLine, printable } from '../format.ts';
 import { TranscriptPrinter } from '../render.ts';
-import { openHarnessForReading, sessionPath, type GlobalOptions } from '../setup.ts';
+import { openHarnessForReading, sessionHeader, sessionRef, sessionSource, type GlobalOptions } from '../setup.ts';
 
 export interface ReplayOptions {
   readonly json?: boolean;
@@ -83,26 +84,28 @@ export async function replayCommand(session: string, options: ReplayOptions, glo
   // The config's plugins are loaded so that their event types are known to the reader.
   const harness = await openHarnessForReading(globals, io);
   try {
-    const path = sessionPath(session, harness.dataDir);
-    if (options.verify) return await verify(path, io);
-    if (options.at !== undefined) return await stateAtSeq(path, options.at, options.json === true, io);
-    return await transcript(path, options, io, harness.store);
+    const path = await sessionRef(session, harness);
+    if (options.verify) return await verify(harness, path, io);
+    if (options.at !== undefined) return await stateAtSeq(harness, path, options.at, options.json === true, io);
+    return await transcript(harness, path, options, io);
   } finally {
     await harness.dispose();
   }
 }
 
-async function transcript(path: string, options: ReplayOptions, io: Io, store: JournalStore): Promise<number> {
-  const header = await readJournalHeader(path);
+/** `path`: a journal path in the file store, a session id in another (see `sessionRef`). */
+async function transcript(harness: Harness, path: string, options: ReplayOptions, io: Io): Promise<number> {
+  const store = harness.store;
+  const header = await sessionHeader(harness, path);
   const skipped: string[] = [];
   const onSkip = (line: { lineNumber: number; reason: string }) => skipped.push(`line ${line.lineNumber}: ${line.reason}`);
-  const events = readJournal(path, { ...(options.salvage ? { salvage: true } : {}), onSkip });
+  const events = readJournal(sessionSource(harness, path), { ...(options.salvage ? { salvage: true } : {}), onSkip });
   if (options.json) {
     io.out.write(`${JSON.stringify(header)}\n`);
     for await (const event of events) io.out.write(`${JSON.stringify(event)}\n`);
   } else {
     const printer = new TranscriptPrinter(io);
-    printer.header(header, path);
+    printer.header(header, harness.store.locationOf(path));
     const usage: Record<string, number> = {};
     let turns = 0;
     let last = 0;
@@ -204,11 +207,11 @@ class ChildTranscripts {
   }
 }
 
-async function stateAtSeq(path: string, seq: number, json: boolean, io: Io): Promise<number> {
-  const header = await readJournalHeader(path);
+async function stateAtSeq(harness: Harness, path: string, seq: number, json: boolean, io: Io): Promise<number> {
+  const header = await sessionHeader(harness, path);
   const folder = new Folder(initialState(header.id));
   let last = 0;
-  for await (const event of readJournal(path)) {
+  for await (const event of readJournal(sessionSource(harness, path))) {
     if (event.seq > seq) break;
     folder.apply(event);
     last = event.seq;
@@ -250,18 +253,20 @@ function printState(state: SessionState, id: string, seq: number, io: Io): void 
  * the fold: turns closed, every tool call answered, every assistant message equal to what its
  * chunks assemble to. Lists every problem (a salvage read finds corrupt lines past the first).
  */
-async function verify(path: string, io: Io): Promise<number> {
+async function verify(harness: Harness, ref: string, io: Io): Promise<number> {
+  const path = harness.store.locationOf(ref);
+  const store = harness.store.kind === 'file' ? {} : { store: harness.store };
   const { c } = io;
   const problems: string[] = [];
   let opened: OpenedSession | undefined;
   try {
-    opened = await openSession(path, { events: true });
+    opened = await openSession(ref, { ...store, events: true });
   } catch (error) {
     if (!HarnessError.is(error)) throw error;
     problems.push(`${error.code}: ${printable(error.message)}`);
     if (error.code === 'JOURNAL_CORRUPT' || error.code === 'UNKNOWN_EVENT_TYPE' || error.code === 'INVALID_EVENT_DATA') {
       try {
-        opened = await openSession(path, { events: true, salvage: true });
+        opened = await openSession(ref, { ...store, events: true, salvage: true });
         for (const line of opened.skipped) {
           const text = `line ${line.lineNumber}: ${printable(line.reason)}`;
           if (!problems.some((p) => p.includes(`:${line.lineNumber}:`))) problems.push(text);

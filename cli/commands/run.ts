@@ -18,14 +18,29 @@
  */
 import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
-import { HarnessError, readJournalHeader, type AgentSession, type AnySessionEvent, type ApprovalRequest, type Harness, type SessionEvent } from '../../runtime/index.ts';
+import { HarnessError, type AgentSession, type AnySessionEvent, type ApprovalRequest, type Harness, type SessionEvent } from '../../runtime/index.ts';
 import { askInTerminal, SessionAllowances, type Ask, type AskAnswer } from '../approval.ts';
 import { sessionToResume } from '../find-session.ts';
 import { shellQuote, type Io } from '../env.ts';
 import { printable } from '../format.ts';
 import { exitAfterFlush, onStop, SECOND_STOP_FLUSH_MS, type StopRequest } from '../lifecycle.ts';
 import { LiveRenderer } from '../render.ts';
-import { checkWorkspace, makeApprover, openHarness, resolveCall, selfWithGlobals, sessionArgument, sessionHints, sessionPath, titleOf, type GlobalOptions, type TurnOptions } from '../setup.ts';
+import {
+  checkWorkspace,
+  makeApprover,
+  openHarness,
+  refOfSession,
+  resolveCall,
+  selfWithGlobals,
+  sessionArgument,
+  sessionHeader,
+  sessionHints,
+  sessionRef,
+  sourceOfSession,
+  titleOf,
+  type GlobalOptions,
+  type TurnOptions,
+} from '../setup.ts';
 import { UsageTally } from '../usage.ts';
 
 export interface RunOptions extends TurnOptions {
@@ -100,13 +115,13 @@ class JsonRecords implements RunOutput {
  * `-c` looks in the workspace of the run: `--cwd`, else the current directory.
  */
 export function journalToResume(harness: Harness, options: TurnOptions, io: Io): Promise<string | undefined> {
-  return sessionToResume(options, { dataDir: harness.dataDir, workspace: options.cwd ?? process.cwd(), io, resolveArgument: (argument) => sessionPath(argument, harness.dataDir) });
+  return sessionToResume(options, { sessions: harness.store, workspace: options.cwd ?? process.cwd(), io, resolveArgument: (argument) => sessionRef(argument, harness) });
 }
 
 /** Opens the session of the journal `path`, checking first that its workspace still exists (unless --cwd gives another). */
 export async function resumeSession(harness: Harness, path: string, cwd: string | undefined, io: Io): Promise<AgentSession> {
   if (cwd === undefined) {
-    const header = await readJournalHeader(path);
+    const header = await sessionHeader(harness, path);
     if (header.cwd !== undefined) checkWorkspace(header.cwd, 'session');
   }
   const opened = await harness.openSession(path, cwd ? { cwd } : {});
@@ -141,16 +156,16 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
       session = await resumeSession(harness, resume, options.cwd, io);
       call = await resolveCall(harness, options, session);
       if (stopped()) return stopped()!.exitCode;
-      json?.record(await readJournalHeader(session.path));
+      json?.record(await sessionHeader(harness, refOfSession(harness, session)));
     } else {
       call = await resolveCall(harness, options); // fails fast, before a journal exists
       if (stopped()) return stopped()!.exitCode;
       session = await harness.createSession(options.cwd ? { cwd: options.cwd } : {});
-      json?.record(await readJournalHeader(session.path));
+      json?.record(await sessionHeader(harness, refOfSession(harness, session)));
       const title = await session.session.append('session/title', { title: titleOf(prompt) });
       json?.event(title as AnySessionEvent);
     }
-    const tally = resume !== undefined ? await UsageTally.of(session) : new UsageTally();
+    const tally = resume !== undefined ? await UsageTally.of(sourceOfSession(harness, session)) : new UsageTally();
     // "always" at a question holds for the rest of this run.
     const allowances = new SessionAllowances();
     const ask: Ask | undefined =

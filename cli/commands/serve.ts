@@ -15,7 +15,6 @@ import { checkWorkspace, openHarness, type GlobalOptions } from '../setup.ts';
 export interface ServeOptions {
   readonly host?: string;
   readonly port?: number;
-  readonly store?: string;
   readonly queue?: string;
   readonly cwd?: string;
   readonly approve?: string;
@@ -26,7 +25,7 @@ export interface ServeOptions {
 export async function serveCommand(options: ServeOptions, globals: GlobalOptions, io: Io): Promise<number> {
   const cwd = options.cwd ? checkWorkspace(resolve(options.cwd), '--cwd') : undefined;
   // What can be checked before the config loads fails first.
-  if (options.store) checkStore(options.store);
+  if (globals.store) checkStore(globals.store);
   checkToken();
   const harness = await openHarness(globals, io);
   try {
@@ -34,7 +33,7 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
     const start: StartOptions = {
       ...(options.host ? { host: options.host } : {}),
       ...(options.port !== undefined ? { port: options.port } : {}),
-      ...(options.store ? { store: options.store } : {}),
+      ...(globals.store ? { store: globals.store } : {}),
       ...(options.queue ? { queue: options.queue } : {}),
       ...(options.approve ? { approvalPolicy: options.approve } : {}),
       ...(options.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: options.approvalTimeoutMs } : {}),

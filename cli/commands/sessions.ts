@@ -10,7 +10,7 @@ import { selfCommand, shellQuote, type Io } from '../env.ts';
 import { homeRelative } from '../find-session.ts';
 import { forkInsideTurnMessage } from '../fork-seqs.ts';
 import { compactCount, formatAgo, oneLine, printable } from '../format.ts';
-import { openHarnessForReading, selfWithGlobals, sessionArgument, sessionPath, statOf, type GlobalOptions } from '../setup.ts';
+import { openHarnessForReading, selfWithGlobals, sessionArgument, sessionRef, sessionSource, statOf, storeName, type GlobalOptions } from '../setup.ts';
 
 /** A summary as the CLI lists it: `id` is what other commands take; `headerId` when the header says otherwise. */
 function listed(summary: SessionSummary, dataDir: string): SessionSummary & { headerId?: string } {
@@ -26,7 +26,7 @@ export async function sessionsCommand(options: { json?: boolean; workspace?: str
   const harness = await openHarnessForReading(globals, io);
   try {
     const workspace = options.workspace === undefined ? undefined : resolve(options.workspace);
-    const sessions = (await listSessions(harness.dataDir))
+    const sessions = (await listSessions(harness.store))
       .filter((s) => workspace === undefined || (s.cwd !== undefined && resolve(s.cwd) === workspace))
       .map((summary) => listed(summary, harness.dataDir));
     if (options.json) {
@@ -34,11 +34,11 @@ export async function sessionsCommand(options: { json?: boolean; workspace?: str
       return 0;
     }
     if (sessions.length === 0 && workspace !== undefined) {
-      io.out.write(`No sessions of the workspace ${printable(workspace)} in ${harness.dataDir}/sessions.\n`);
+      io.out.write(`No sessions of the workspace ${printable(workspace)} in ${storeName(harness)}.\n`);
       return 0;
     }
     if (sessions.length === 0) {
-      io.out.write(`No sessions in ${harness.dataDir}/sessions yet. Start one with: ${selfCommand()} run "What is in this workspace?"\n`);
+      io.out.write(`No sessions in ${storeName(harness)} yet. Start one with: ${selfCommand()} run "What is in this workspace?"\n`);
       return 0;
     }
     const { c } = io;
@@ -57,7 +57,7 @@ export async function sessionsCommand(options: { json?: boolean; workspace?: str
     const pad = (text: string, i: number) => text + ' '.repeat(widths[i]! - visible(text));
     io.out.write(`${c.dim(head.map(pad).join('  ').trimEnd())}\n`);
     for (const row of rows) io.out.write(`${row.map(pad).join('  ').trimEnd()}\n`);
-    io.out.write(c.dim(`${sessions.length} session${sessions.length === 1 ? '' : 's'}${workspace === undefined ? '' : ` of ${printable(workspace)}`} in ${harness.dataDir}/sessions\n`));
+    io.out.write(c.dim(`${sessions.length} session${sessions.length === 1 ? '' : 's'}${workspace === undefined ? '' : ` of ${printable(workspace)}`} in ${storeName(harness)}\n`));
     return 0;
   } finally {
     await harness.dispose();
@@ -68,12 +68,12 @@ export async function sessionsCommand(options: { json?: boolean; workspace?: str
 export async function forkCommand(source: string, options: { at: number; closeTurn?: boolean; id?: string }, globals: GlobalOptions, io: Io): Promise<number> {
   const harness = await openHarnessForReading(globals, io);
   try {
-    const path = sessionPath(source, harness.dataDir);
+    const path = await sessionRef(source, harness);
     let forked: Awaited<ReturnType<typeof forkSession>>;
     try {
       forked = await forkSession(path, {
         atSeq: options.at,
-        dataDir: harness.dataDir,
+        store: harness.store,
         bus: harness.kernel.bus,
         ...(options.closeTurn ? { closeOpenTurn: true } : {}),
         ...(options.id ? { id: options.id } : {}),
@@ -82,7 +82,7 @@ export async function forkCommand(source: string, options: { at: number; closeTu
       // The runtime's message speaks of its API; say it with this command's flags and the seqs allowed.
       if (!HarnessError.is(error) || error.code !== 'FORK_INSIDE_TURN') throw error;
       const self = `${selfWithGlobals(globals)} fork ${shellQuote(source)}`;
-      const message = await forkInsideTurnMessage(path, options.at, { session: String(error.failure.sessionId ?? source), retry: (seq) => `\`${self} --at ${seq}\`` });
+      const message = await forkInsideTurnMessage(sessionSource(harness, path), options.at, { session: String(error.failure.sessionId ?? source), retry: (seq) => `\`${self} --at ${seq}\`` });
       throw new HarnessError('FORK_INSIDE_TURN', message, { details: { ...error.failure, path } });
     }
     const { journal, repairs } = forked;
@@ -108,7 +108,7 @@ export async function importDshCommand(file: string, options: { id?: string }, g
     if (info.isDirectory()) {
       throw new HarnessError('NOT_A_JOURNAL_FILE', `${resolve(file)} is a directory; give the path of a DeepSeek Harness session file (its session.jsonl).`, { details: { path: resolve(file) } });
     }
-    const written = await writeImportedSession(file, { dataDir: harness.dataDir, ...(options.id ? { id: options.id } : {}) });
+    const written = await writeImportedSession(file, { store: harness.store, ...(options.id ? { id: options.id } : {}) });
     const { c } = io;
     io.out.write(`${c.green('imported')} ${printable(file)} → ${c.bold(written.header.id)} (${written.eventCount} events)\n`);
     for (const warning of written.imported.warnings) io.err.write(c.yellow(`warning: ${printable(warning)}\n`));

@@ -1,0 +1,106 @@
+/**
+ * `harness export <session> [-o file]` and `harness import harness <file>`: moving sessions between
+ * stores (issue 18). A session leaves a store as its JSONL journal — the lines the file store
+ * holds, byte for byte, whatever store it is in — and comes back in verbatim under its own id, so
+ * export → import → export is byte-equal. The store is `--store`, else the config's `store`, else
+ * the file store of the data directory.
+ */
+import { closeSync, fsyncSync, linkSync, openSync, rmSync, writeSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { exportSession, HarnessError, importJournal } from '../../runtime/index.ts';
+import { writeAll, type Io } from '../env.ts';
+import { printable } from '../format.ts';
+import { openHarnessForReading, selfWithGlobals, sessionRef, statOf, type GlobalOptions } from '../setup.ts';
+
+/** Options of `harness export`. */
+export interface ExportOptions {
+  /** `-o, --output <file>`: write the journal there (refused when the file exists) instead of stdout. */
+  readonly output?: string;
+}
+
+/**
+ * Writes the session's journal as JSONL to stdout, or to `--output` (written whole under a
+ * temporary name, synced, then linked into place: a reader never sees half a journal, and an
+ * existing file is never overwritten). With `-o`, one `exported` line on stderr.
+ * @throws HarnessError `JOURNAL_NOT_FOUND`, `AMBIGUOUS_SESSION`, the reader's `JOURNAL_*` errors
+ *   (checked before anything is written), `OUTPUT_EXISTS`.
+ */
+export async function exportCommand(session: string, options: ExportOptions, globals: GlobalOptions, io: Io): Promise<number> {
+  const harness = await openHarnessForReading(globals, io);
+  try {
+    const ref = await sessionRef(session, harness);
+    if (options.output === undefined) {
+      await exportSession(harness.store, ref, (text) => writeAll(io.out, text));
+      return 0;
+    }
+    const target = resolve(options.output);
+    if (statOf(target) !== undefined) {
+      throw new HarnessError('OUTPUT_EXISTS', `${target} exists; export into a new file (it is never overwritten), or to stdout without -o.`, { details: { path: target } });
+    }
+    const partial = `${target}.partial-${process.pid}`;
+    const fd = openSync(partial, 'wx', 0o600);
+    let result: Awaited<ReturnType<typeof exportSession>>;
+    try {
+      result = await exportSession(harness.store, ref, (text) => {
+        writeSync(fd, text);
+      });
+      fsyncSync(fd);
+      closeSync(fd);
+      try {
+        linkSync(partial, target);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
+          throw new HarnessError('OUTPUT_EXISTS', `${target} appeared while the session was exported; it was left as it is.`, { details: { path: target } });
+        }
+        throw error;
+      }
+    } finally {
+      try {
+        closeSync(fd);
+      } catch {
+        // closed above
+      }
+      rmSync(partial, { force: true });
+    }
+    io.err.write(`${io.c.green('exported')} ${printable(result.header.id)} (${result.lastSeq} events) → ${printable(target)}\n`);
+    if (result.tornTail) io.err.write(io.c.yellow(`warning: left out a torn last line (line ${result.tornTail.lineNumber}: ${printable(result.tornTail.reason)})\n`));
+    return 0;
+  } finally {
+    await harness.dispose();
+  }
+}
+
+/**
+ * Loads a Harness JSONL journal into the store under its header's id, verbatim (an interrupted
+ * turn stays open: the next resume repairs it). The file is checked whole first.
+ * @throws HarnessError `FILE_NOT_FOUND`, `NOT_A_JOURNAL_FILE`, `JOURNAL_HEADER`, `JOURNAL_VERSION`,
+ *   `JOURNAL_CORRUPT`, `UNKNOWN_EVENT_TYPE`, `JOURNAL_EXISTS` (that id is already in the store).
+ */
+export async function importHarnessCommand(file: string, globals: GlobalOptions, io: Io): Promise<number> {
+  const path = resolve(file);
+  const info = statOf(path);
+  if (info === undefined) throw new HarnessError('FILE_NOT_FOUND', `No file at ${path}; give the path of a Harness journal (.jsonl, e.g. from harness export).`, { details: { path } });
+  if (info.isDirectory()) throw new HarnessError('NOT_A_JOURNAL_FILE', `${path} is a directory; give the path of a Harness journal (.jsonl).`, { details: { path } });
+  const harness = await openHarnessForReading(globals, io);
+  try {
+    let imported: Awaited<ReturnType<typeof importJournal>>;
+    try {
+      imported = await importJournal(path, { store: harness.store });
+    } catch (error) {
+      if (HarnessError.is(error) && error.code === 'JOURNAL_EXISTS') {
+        throw new HarnessError('JOURNAL_EXISTS', `${error.message} An import keeps the journal's id (so export and import round-trip byte for byte).`, {
+          cause: error,
+          details: { ...error.failure, verbatim: true },
+        });
+      }
+      throw error;
+    }
+    const { c } = io;
+    io.out.write(`${c.green('imported')} ${printable(file)} → ${c.bold(imported.header.id)} (${imported.lastSeq} events)\n`);
+    if (imported.tornTail) io.err.write(c.yellow(`warning: left out a torn last line (line ${imported.tornTail.lineNumber}: ${printable(imported.tornTail.reason)})\n`));
+    io.out.write(`${c.dim('journal')} ${printable(imported.location)}\n${c.dim('replay ')} ${selfWithGlobals(globals)} replay ${imported.header.id}\n`);
+    return 0;
+  } finally {
+    await harness.dispose();
+  }
+}
