@@ -380,7 +380,9 @@ class Repl {
       forked = await forkSession(refOfSession(this.harness, source), { atSeq, store: this.harness.store, bus: this.harness.kernel.bus });
     } catch (error) {
       if (HarnessError.is(error) && error.code === 'FORK_INSIDE_TURN') {
-        throw new HarnessError('FORK_INSIDE_TURN', await forkInsideTurnMessage(sourceOfSession(this.harness, source), atSeq, { session: source.id, retry: (seq) => `/fork ${seq}` }), { details: { ...error.failure } });
+        throw new HarnessError('FORK_INSIDE_TURN', await forkInsideTurnMessage(sourceOfSession(this.harness, source), atSeq, { session: source.id, retry: (seq) => `/fork ${seq}` }), {
+          details: { ...error.failure },
+        });
       }
       throw error;
     }
