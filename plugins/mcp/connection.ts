@@ -8,7 +8,8 @@
  * failed attempt (`restart.initialDelayMs` … `restart.maxDelayMs`); `closed` once disposed.
  * A call that fails or times out is followed by a health check (`ping`, `restart.pingTimeoutMs`):
  * a server that does not answer counts as hung, is killed and restarted. A call made while the
- * server is down waits for it up to `connectTimeoutMs`, then fails with `MCP_SERVER_UNAVAILABLE`.
+ * server is down waits for its next start attempt (at most `connectTimeoutMs`); if that fails, or
+ * takes longer, the call fails with `MCP_SERVER_UNAVAILABLE`.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -41,6 +42,8 @@ export class McpConnection {
   private transport: Transport | undefined;
   private toolList: readonly Tool[] = [];
   private listed = false;
+  /** The client whose `tools/list` succeeded last (a start counts only once its tools are listed). */
+  private listedBy: Client | undefined;
   private readonly subscribers = new Set<(event: ConnectionEvent) => void>();
   private waiters: { resolve: () => void }[] = [];
   private refresh: Promise<void> | null = null;
@@ -68,6 +71,10 @@ export class McpConnection {
   get tools(): readonly Tool[] {
     return this.toolList;
   }
+  /** Why the last start attempt or connection failed ('' when none did). */
+  get lastFailure(): string {
+    return this.lastError;
+  }
   /** The process id of a stdio server while it runs. */
   get pid(): number | null {
     return this.transport instanceof StdioClientTransport ? this.transport.pid : null;
@@ -83,7 +90,10 @@ export class McpConnection {
     return () => this.subscribers.delete(listener);
   }
 
-  /** Resolves once the tools were listed (true), or after `timeoutMs` / on close (false). */
+  /**
+   * Resolves true once the tools were listed; false when a start attempt failed first (the reason is in
+   * the `lost` event), after `timeoutMs`, or on close.
+   */
   async whenListed(timeoutMs: number): Promise<boolean> {
     if (this.listed) return true;
     await this.waitReady(timeoutMs);
@@ -159,7 +169,6 @@ export class McpConnection {
     const transport = this.createTransport();
     this.client = client;
     this.transport = transport;
-    client.onclose = () => this.lost(client, `the connection closed${this.stderrNote()}`);
     client.onerror = (error) => {
       // E.g. an HTTP response stream cut off: the SDK would wait for its answer for ever, so ask
       // whether the server is still there (a dead one is closed, which fails the calls waiting on it).
@@ -171,7 +180,10 @@ export class McpConnection {
     });
     try {
       await client.connect(transport, { timeout: this.config.connectTimeoutMs });
+      // Watched from here on: a failed start closes the client too, and is told below with its cause.
+      client.onclose = () => this.lost(client, `the connection closed${this.stderrNote()}`);
       await this.refreshTools(client);
+      if (this.listedBy !== client) throw new Error(`tools/list failed: ${this.lastError}`);
     } catch (error) {
       if (this.client === client) {
         this.lastError = messageOf(error);
@@ -226,6 +238,7 @@ export class McpConnection {
         if (this.client !== client) return;
         this.toolList = tools;
         this.listed = true;
+        this.listedBy = client;
         this.emit({ kind: 'tools', tools });
       } while (this.refreshAgain);
     };
@@ -263,6 +276,8 @@ export class McpConnection {
     const delayMs = Math.min(this.restart.initialDelayMs * 2 ** this.attempt, this.restart.maxDelayMs);
     this.attempt++;
     this.emit({ kind: 'lost', message, restartInMs: delayMs, attempt: this.attempt });
+    // Whoever waits for the server hears now that this attempt failed (a call waits for one restart, not for ever).
+    this.wakeWaiters();
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
       this.restartCount++;

@@ -17,8 +17,9 @@
  * - A reload with a new config keeps the servers whose config is unchanged running (same process,
  *   same session), starts the new ones and stops those that left (registry.ts).
  *
- * Load-time: setup waits for each server's first tool list up to its `connectTimeoutMs`; a server
- * not up by then is reported (`MCP_SERVER_UNAVAILABLE`) and its tools appear when it comes up.
+ * Load-time: setup waits for each server's first start attempt (its tools listed, at most its
+ * `connectTimeoutMs`); a server not up by then is reported (`MCP_SERVER_UNAVAILABLE`), is retried with
+ * backoff, and its tools appear when it comes up.
  */
 import { definePlugin } from '../../runtime/index.ts';
 import { mcpConfig } from './config.ts';
@@ -63,7 +64,7 @@ export default definePlugin({
             ctx.report({
               level: 'warning',
               code: 'MCP_SERVER_UNAVAILABLE',
-              message: `MCP server "${server.name}" did not list its tools within ${server.connectTimeoutMs} ms; its tools appear once it is up.`,
+              message: `MCP server "${server.name}" is not up (${connection.lastFailure || `no tools listed within ${server.connectTimeoutMs} ms`}); it is retried with backoff and its tools appear once it is up.`,
             });
           }
         }),

@@ -6,10 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import approvals from '../../plugins/approvals/index.ts';
 import mcp, { harnessToolName, heldConnections } from '../../plugins/mcp/index.ts';
-import type { AnySessionEvent, ApprovalRequest, SessionEvent, ToolSpec } from '../../runtime/index.ts';
+import { join } from 'node:path';
+import { type AnySessionEvent, type ApprovalRequest, type Diagnostic, definePlugin, type SessionEvent, type ToolSpec } from '../../runtime/index.ts';
 import { createTestHarness, runTurn, type TestHarness } from '../../testing/index.ts';
 import { PIXEL_PNG_BASE64 } from './servers/demo-server.ts';
-import { type HttpServer, startHttpServer, stateLines, stdioServer, tempDir } from './support.ts';
+import { type HttpServer, startHttpServer, stateLines, stdioServer, tempDir, waitFor } from './support.ts';
 
 const results = (events: readonly AnySessionEvent[]) => events.filter((e): e is SessionEvent<'tool/result'> => e.type === 'tool/result').map((e) => e.data);
 const resultText = (result: SessionEvent<'tool/result'>['data']) =>
@@ -152,6 +153,49 @@ describe('mcp: config and names', () => {
     await expect(load([{ name: 'has space', transport: 'http', url: 'http://127.0.0.1:1/mcp' }])).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/servers\.0\.name/) });
     await expect(load([{ name: 'a', transport: 'stdio' }])).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/servers\.0\.command/) });
     await expect(load([{ name: 'a', transport: 'ws', url: 'ws://x' }])).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+  });
+
+  it('a server that cannot start is reported at load without holding it up; the others serve; it is retried', async () => {
+    const diagnostics: Diagnostic[] = [];
+    const listen = definePlugin({ name: 'listen', setup: (ctx) => void ctx.on('kernel/diagnostic', (d) => void diagnostics.push(d)) });
+    const temp = tempDir();
+    const startedAtMs = Date.now();
+    const harness = await createTestHarness({
+      script: [{ text: 'x' }],
+      plugins: [
+        { plugin: listen },
+        {
+          plugin: mcp,
+          config: {
+            servers: [
+              { name: 'missing', transport: 'stdio', command: join(temp.dir, 'no-such-server'), connectTimeoutMs: 60_000 },
+              { name: 'nobody', transport: 'http', url: 'http://127.0.0.1:9/mcp', connectTimeoutMs: 60_000 },
+              stdioServer('fine', temp.file('state.txt')),
+            ],
+            restart: { initialDelayMs: 50, maxDelayMs: 200 },
+          },
+        },
+      ],
+    });
+    try {
+      // Each start attempt failed at once: the load did not wait out the 60 s connect timeouts.
+      expect(Date.now() - startedAtMs).toBeLessThan(30_000);
+      expect(harness.ctx.tools.has('fine__echo')).toBe(true);
+      expect(harness.ctx.tools.ids().filter((id) => id.startsWith('missing__') || id.startsWith('nobody__'))).toEqual([]);
+      const unavailable = diagnostics
+        .filter((d) => d.code === 'MCP_SERVER_UNAVAILABLE')
+        .map((d) => d.message)
+        .sort();
+      expect(unavailable).toEqual([
+        expect.stringMatching(/^MCP server "missing" is not up \(it did not start: .*ENOENT/),
+        expect.stringMatching(/^MCP server "nobody" is not up \(it did not start: .*fetch failed/),
+      ]);
+      // Retried with backoff: more failed attempts follow, as information.
+      await waitFor('a retry', () => diagnostics.some((d) => d.code === 'MCP_SERVER_LOST' && d.level === 'info' && /"missing": restart 1 failed/.test(d.message)));
+    } finally {
+      await harness.dispose();
+      temp.remove();
+    }
   });
 
   it('tool names keep within what providers accept (64 of [a-zA-Z0-9_-]) and stay apart', () => {
