@@ -68,6 +68,23 @@ describe('mcp: a crashed or hung stdio server', { timeout: 90_000 }, () => {
     await waitFor('the restart diagnostic', () => diagnostics.some((d) => d.code === 'MCP_SERVER_RESTARTED'));
   });
 
+  it('a user abort mid-call answers ABORTED and cancels the call; the server is not restarted', async () => {
+    const before = started().length;
+    const session = await harness.createSession();
+    const controller = new AbortController();
+    const slowCount = () => stateLines(state).filter((line) => line.startsWith('slow-started ')).length;
+    const slowBefore = slowCount();
+    const turn = runTurn(session, 'demo__slow {"ms":30000}', { signal: controller.signal });
+    await waitFor('the slow call to start', () => slowCount() > slowBefore);
+    controller.abort();
+    const first = await turn;
+    expect(first.end.reason).toBe('aborted');
+    expect(results(first.events)[0]!.code).toBe('ABORTED');
+    const second = await runTurn(session, 'demo__echo {"text":"after the abort"}');
+    expect(results(second.events).map((r) => [r.code, text(r)])).toEqual([[undefined, 'echo (stdio): after the abort']]);
+    expect(started().length).toBe(before);
+  });
+
   it('hung (its event loop blocked): the call times out by the close-out, a failed ping restarts the server, the next call works', async () => {
     const restartsBefore = diagnostics.filter((d) => d.code === 'MCP_SERVER_RESTARTED').length;
     const startedAtMs = Date.now();
