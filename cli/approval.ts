@@ -14,6 +14,7 @@
  * (Ctrl-C)", "no answer (end of input)", … otherwise.
  */
 import type { ApprovalAnswer, ApprovalRequest, ApproveFn } from '../runtime/index.ts';
+import { diffLine, editDiff, editInput } from './diff-view.ts';
 import type { Io } from './env.ts';
 import { formatCount, oneLine, PREVIEW_CHARS, printable } from './format.ts';
 
@@ -37,8 +38,11 @@ export const FULL_VIEW_LIMIT = 4000;
 const HEAD_CHARS = 1500;
 const TAIL_CHARS = 1500;
 
-/** The full text of a call's arguments: exec_command's command as is, else pretty-printed JSON. */
-export function argumentsText(request: Pick<ApprovalRequest, 'name' | 'arguments' | 'input'>): { label: string; text: string; compact: string } {
+/**
+ * The full text of a call's arguments: exec_command's command as is, edit_file's change as a unified
+ * diff (`diff: true`; in the file's context when `workspace` has it), else pretty-printed JSON.
+ */
+export function argumentsText(request: Pick<ApprovalRequest, 'name' | 'arguments' | 'input'>, workspace?: string): { label: string; text: string; compact: string; diff?: boolean } {
   let parsed: unknown;
   let compact = request.arguments;
   try {
@@ -53,6 +57,12 @@ export function argumentsText(request: Pick<ApprovalRequest, 'name' | 'arguments
     const text = extra.length ? `${input.command}\n(${extra.map((key) => `${key}: ${JSON.stringify(input[key])}`).join(', ')})` : input.command;
     return { label: `${request.name} will run`, text, compact };
   }
+  const edit = request.name === 'edit_file' ? editInput(input) : undefined;
+  if (edit) {
+    const { diff, inContext } = editDiff(edit, workspace);
+    const what = [...(edit.replace_all ? ['every occurrence'] : []), ...(inContext ? [] : ['the replaced text alone'])];
+    return { label: `${request.name} will change ${edit.path}${what.length ? `, ${what.join(', ')}` : ''}`, text: diff, compact, diff: true };
+  }
   return { label: `${request.name} arguments`, text: parsed === undefined ? request.arguments : JSON.stringify(parsed, null, 2), compact };
 }
 
@@ -61,18 +71,14 @@ export function argumentsText(request: Pick<ApprovalRequest, 'name' | 'arguments
  * the arguments (head and tail when long, everything with `full`). `cut` is how many characters were
  * left out.
  */
-export function argumentsBlock(request: Pick<ApprovalRequest, 'name' | 'arguments' | 'input'>, io: Io, full = false): { text: string; cut: number } {
+export function argumentsBlock(request: Pick<ApprovalRequest, 'name' | 'arguments' | 'input'>, io: Io, full = false, workspace?: string): { text: string; cut: number } {
   const { c } = io;
-  const { label, text, compact } = argumentsText(request);
-  if (!full && oneLine(compact, Number.MAX_SAFE_INTEGER) === compact && compact.length <= PREVIEW_CHARS) return { text: '', cut: 0 };
+  const { label, text, compact, diff } = argumentsText(request, workspace);
+  if (!full && !diff && oneLine(compact, Number.MAX_SAFE_INTEGER) === compact && compact.length <= PREVIEW_CHARS) return { text: '', cut: 0 };
   const bar = c.dim('  │ ');
   // printable() also shows bidirectional overrides as \u202e etc.: what is shown is what runs.
-  const body = (part: string) =>
-    printable(part)
-      .split('\n')
-      .map((line) => `${bar}${line}`)
-      .join('\n');
-  const size = `${formatCount(text.length)} characters`;
+  const body = (part: string) => (diff ? part.split('\n').map((line) => diffLine(line, io)) : printable(part).split('\n')).map((line) => `${bar}${line}`).join('\n');
+  const size = diff ? `${formatCount(text.split('\n').length)} lines of diff` : `${formatCount(text.length)} characters`;
   if (full || text.length <= FULL_VIEW_LIMIT) return { text: `${c.dim(`  ${label} (${size}):`)}\n${body(text)}\n`, cut: 0 };
   const cut = text.length - HEAD_CHARS - TAIL_CHARS;
   const marker = c.yellow(`  … ${formatCount(cut)} characters not shown — answer v to see everything …`);
@@ -89,8 +95,8 @@ export function approvalQuestion(request: Pick<ApprovalRequest, 'name' | 'permis
  * Shows the call and asks until there is an answer; `question` prints its prompt and resolves to
  * what was typed (or why nothing was).
  */
-export async function askInTerminal(request: ApprovalRequest, io: Io, question: (prompt: string) => Promise<Reply>): Promise<AskAnswer> {
-  const block = argumentsBlock(request, io);
+export async function askInTerminal(request: ApprovalRequest, io: Io, question: (prompt: string) => Promise<Reply>, workspace?: string): Promise<AskAnswer> {
+  const block = argumentsBlock(request, io, false, workspace);
   if (block.text) io.out.write(block.text);
   let offerView = block.cut > 0;
   for (;;) {
@@ -101,7 +107,7 @@ export async function askInTerminal(request: ApprovalRequest, io: Io, question: 
     if (answer === 'a' || answer === 'always') return { allow: true, always: true };
     if (answer === 'n' || answer === 'no') return { allow: false, reason: 'the user said no' };
     if (answer === 'v' || answer === 'view') {
-      io.out.write(argumentsBlock(request, io, true).text);
+      io.out.write(argumentsBlock(request, io, true, workspace).text);
       offerView = false;
       continue;
     }

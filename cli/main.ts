@@ -133,6 +133,7 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     .option('--update', 'with --cassette: write a divergent re-run as a new journal (a fork of the recording) and print its id')
     .addOption(new Option('-a, --approve <policy>', "with --cassette: the approval policy (default: the approvals plugin's)").choices(POLICIES))
     .option('--salvage', 'skip corrupt lines instead of failing (transcript and --json)')
+    .option('--full', 'the transcript with whole tool outputs, every line uncut (by default: the first lines; a diff up to 80)')
     .action(async (session: string, options) => {
       const { replayCommand } = await import('./commands/replay.ts');
       exit(await replayCommand(session, options, globals(), io));

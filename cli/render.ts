@@ -8,9 +8,26 @@
 import ora, { type Ora } from 'ora';
 import type { AnySessionEvent, ForwardedEvent, Message, SessionEvent, SessionHeader, StreamChunk } from '../runtime/index.ts';
 import type { Io } from './env.ts';
+import { diffLine, hasUnifiedDiff } from './diff-view.ts';
 import { formatArguments, formatMs, formatUsage, headLines, oneLine, printable, PrintableStream, toolResultText } from './format.ts';
 
 const RESULT_LINES = 4;
+/** A diff in a tool result (an edit) is shown up to this many lines (`replay --full`: all of it). */
+const DIFF_LINES = 80;
+/**
+ * Starts every line of reasoning, so it reads apart from the answer without colour too (NO_COLOR,
+ * a pipe); with colour it is also dimmed.
+ */
+export const REASONING_MARK = '┊ ';
+
+/** The lines of a tool result to show: the first few (a diff: coloured, many more), or all (`full`). */
+function resultLines(text: string, isError: boolean, io: Io, full: boolean): { lines: string[]; more: number; diff: boolean } {
+  const { c } = io;
+  const diff = !isError && hasUnifiedDiff(text);
+  const { lines, more } = headLines(text, full ? Number.MAX_SAFE_INTEGER : diff ? DIFF_LINES : RESULT_LINES);
+  const shown = lines.map((line) => (diff ? diffLine(line, io) : full ? c.dim(printable(line)) : isError ? c.red(oneLine(line, 160)) : c.dim(oneLine(line, 160))));
+  return { lines: shown, more, diff };
+}
 
 /** A child session's short name: `sub1` of `<parent>.sub1`, else its id. */
 export function subagentLabel(sessionId: string): string {
@@ -29,6 +46,8 @@ export class LiveRenderer {
   private readonly shownWaiters = new Map<string, () => void>();
   /** The streamed text of the current block, made printable fragment by fragment. */
   private stream = new PrintableStream();
+  /** The next reasoning text starts a line (and gets {@link REASONING_MARK}). */
+  private reasoningLineStart = true;
   /** Assistant messages produced in this run. */
   messageCount = 0;
   lastTurnEnd: SessionEvent<'turn/end'> | undefined;
@@ -136,12 +155,13 @@ export class LiveRenderer {
           this.breakLine();
           this.current = chunk.blockType;
           this.stream = new PrintableStream();
+          this.reasoningLineStart = true;
         }
         break;
       case 'reasoning-delta': {
         this.pause();
         const text = this.stream.push(chunk.text);
-        if (text) this.write(c.dim(text));
+        if (text) this.write(c.dim(this.marked(text)));
         break;
       }
       case 'text-delta':
@@ -150,7 +170,8 @@ export class LiveRenderer {
         break;
       case 'block-end':
         if (this.current !== undefined) {
-          this.write(this.stream.flush());
+          const rest = this.stream.flush();
+          this.write(this.current === 'reasoning' && rest ? c.dim(this.marked(rest)) : rest);
           this.breakLine();
         }
         this.current = undefined;
@@ -198,16 +219,27 @@ export class LiveRenderer {
     }
   }
 
+  /** Reasoning text with {@link REASONING_MARK} at the start of each of its lines. */
+  private marked(text: string): string {
+    let out = '';
+    for (const part of text.split(/(?<=\n)/)) {
+      if (this.reasoningLineStart && part !== '') out += REASONING_MARK;
+      out += part;
+      this.reasoningLineStart = part.endsWith('\n');
+    }
+    return out;
+  }
+
   private toolResult(data: SessionEvent<'tool/result'>['data']): void {
     const { c } = this.io;
     const { text, isError } = toolResultText(data.message);
     const name = this.toolNames.get(data.callId) ?? 'tool';
-    const { lines, more } = headLines(text, RESULT_LINES);
+    const { lines, more, diff } = resultLines(text, isError, this.io, false);
     const status = isError ? c.red(`✗ ${printable(name)} failed${data.code ? ` (${printable(data.code)})` : ''}`) : c.green(`✓ ${printable(name)}`);
     const took = data.durationMs !== undefined ? c.dim(` ${formatMs(data.durationMs)}`) : '';
     this.line(`  ${status}${took}`);
-    for (const line of lines) this.write(`${c.dim('  │ ')}${isError ? c.red(oneLine(line, 160)) : c.dim(oneLine(line, 160))}\n`);
-    if (more > 0) this.write(c.dim(`  │ … ${more} more line${more === 1 ? '' : 's'}\n`));
+    for (const line of lines) this.write(`${c.dim('  │ ')}${line}\n`);
+    if (more > 0) this.write(c.dim(`  │ … ${more} more line${more === 1 ? '' : 's'}${diff ? ' (replay --full shows all)' : ''}\n`));
   }
 
   private wait(text: string): void {
@@ -233,10 +265,13 @@ export class TranscriptPrinter {
   private readonly toolNames = new Map<string, string>();
   /** Put before every line: a child session's (subagent's) transcript is indented under its parent's. */
   private readonly indent: string;
+  /** Whole tool outputs, lines uncut (`replay --full`). */
+  private readonly full: boolean;
 
-  constructor(io: Io, indent = '') {
+  constructor(io: Io, options: { full?: boolean; indent?: string } = {}) {
     this.io = io;
-    this.indent = indent;
+    this.indent = options.indent ?? '';
+    this.full = options.full === true;
   }
 
   header(header: SessionHeader, path: string): void {
@@ -301,10 +336,10 @@ export class TranscriptPrinter {
       case 'tool/result': {
         const { text, isError } = toolResultText(event.data.message);
         const name = this.toolNames.get(event.data.callId) ?? 'tool';
-        const { lines, more } = headLines(text, RESULT_LINES);
+        const { lines, more } = resultLines(text, isError, this.io, this.full);
         this.print(`${seq} ${isError ? c.red(printable(`✗ ${name}${event.data.code ? ` (${event.data.code})` : ''}`)) : c.green(`✓ ${printable(name)}`)}`);
-        for (const line of lines) this.print(`      ${c.dim('│ ')}${c.dim(oneLine(line, 160))}`);
-        if (more > 0) this.print(`      ${c.dim(`│ … ${more} more line${more === 1 ? '' : 's'}`)}`);
+        for (const line of lines) this.print(`      ${c.dim('│ ')}${line}`);
+        if (more > 0) this.print(`      ${c.dim(`│ … ${more} more line${more === 1 ? '' : 's'} (--full shows all)`)}`);
         break;
       }
       case 'llm/retry':
@@ -338,13 +373,13 @@ export class TranscriptPrinter {
     const lines: string[] = [];
     for (const block of message.content) {
       if (block.type === 'text') lines.push(printable(block.text));
-      else if (block.type === 'reasoning') lines.push(...(block.redacted ? '[redacted reasoning]' : printable(block.text)).split('\n').map((line) => c.dim(line)));
+      else if (block.type === 'reasoning') lines.push(...(block.redacted ? '[redacted reasoning]' : printable(block.text)).split('\n').map((line) => c.dim(`${REASONING_MARK}${line}`)));
       else if (block.type === 'tool-call') {
         this.toolNames.set(block.id, block.name);
         lines.push(`${c.cyan('→')} ${c.bold(printable(block.name))} ${c.dim(formatArguments(block.arguments))}`);
       } else if (block.type === 'tool-result') {
-        const { lines: head, more } = headLines(block.content.map((p) => (p.type === 'text' ? p.text : '[image]')).join(''), RESULT_LINES);
-        lines.push(...head.map((line) => c.dim(`│ ${oneLine(line, 160)}`)), ...(more ? [c.dim(`│ … ${more} more`)] : []));
+        const { lines: head, more } = resultLines(block.content.map((p) => (p.type === 'text' ? p.text : '[image]')).join(''), block.isError, this.io, this.full);
+        lines.push(...head.map((line) => `${c.dim('│ ')}${line}`), ...(more ? [c.dim(`│ … ${more} more`)] : []));
       } else lines.push(c.dim(`[${printable(String(block.type))}]`));
     }
     const body = lines.join('\n').split('\n');

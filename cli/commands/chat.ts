@@ -511,6 +511,7 @@ class Repl {
           this.rl.once('close', onClose);
           this.rl.question(prompt, { signal }, (text) => settle({ text }));
         }),
+      this.session?.session.cwd,
     );
   }
 

@@ -1,5 +1,5 @@
 /**
- * `harness replay <session|path>`: a readable transcript; `--json` the raw events; `--at <seq>` the
+ * `harness replay <session|path>`: a readable transcript (`--full`: whole tool outputs, lines uncut); `--json` the raw events; `--at <seq>` the
  * state at that point; `--verify` an integrity check (exit 1 on damage); `--cassette` an offline
  * re-run through llm-replay (exit 1 on divergence, see cassette.ts).
  */
@@ -31,6 +31,8 @@ export interface ReplayOptions {
   readonly verify?: boolean;
   readonly cassette?: boolean;
   readonly salvage?: boolean;
+  /** The transcript with whole tool outputs, every line uncut. */
+  readonly full?: boolean;
   /** With --cassette (cassette.ts). */
   readonly runTools?: string;
   readonly inject?: readonly string[];
@@ -57,7 +59,7 @@ function checkFlags(options: ReplayOptions): void {
   }
   for (const mode of ['verify', 'cassette', 'at'] as const) {
     if (!set(mode)) continue;
-    const others = (['json', 'at', 'verify', 'cassette', 'salvage'] as const).filter((name) => name !== mode && set(name) && !allowed[mode]!.includes(name));
+    const others = (['json', 'at', 'verify', 'cassette', 'salvage', 'full'] as const).filter((name) => name !== mode && set(name) && !allowed[mode]!.includes(name));
     if (others.length > 0) {
       const what = mode === 'verify' ? 'an integrity check of the whole journal' : mode === 'cassette' ? 'an offline re-run that prints its own report' : 'the state at one seq (with --json: as JSON)';
       throw new HarnessError('INVALID_ARGUMENTS', `${flag(mode)} cannot be combined with ${others.map(flag).join(' or ')}: ${flag(mode)} is ${what}. Run them one at a time.`);
@@ -104,7 +106,7 @@ async function transcript(harness: Harness, path: string, options: ReplayOptions
     io.out.write(`${JSON.stringify(header)}\n`);
     for await (const event of events) io.out.write(`${JSON.stringify(event)}\n`);
   } else {
-    const printer = new TranscriptPrinter(io);
+    const printer = new TranscriptPrinter(io, { full: options.full === true });
     printer.header(header, harness.store.locationOf(path));
     const usage: Record<string, number> = {};
     let turns = 0;
@@ -196,7 +198,7 @@ class ChildTranscripts {
     if (events === undefined || this.printed.has(key)) return;
     this.printed.add(key);
     const { c } = this.io;
-    const printer = new TranscriptPrinter(this.io, this.indent);
+    const printer = new TranscriptPrinter(this.io, { indent: this.indent });
     printer.print(c.magenta(`↳ subagent ${printable(child.header.id)}${child.turns.size > 1 ? ` · turn ${turn}` : ''}`));
     for (const event of events) {
       child.nested.before(event);

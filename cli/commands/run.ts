@@ -166,10 +166,11 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
       json?.event(title as AnySessionEvent);
     }
     const tally = resume !== undefined ? await UsageTally.of(sourceOfSession(harness, session)) : new UsageTally();
+    const workspace = session.session.cwd;
     // "always" at a question holds for the rest of this run.
     const allowances = new SessionAllowances();
     const ask: Ask | undefined =
-      live && mode.canAsk && process.stdin.isTTY && io.interactive ? allowances.ask((request) => askOnce(request, io, live, controller.signal, () => cancelledBy)) : undefined;
+      live && mode.canAsk && process.stdin.isTTY && io.interactive ? allowances.ask((request) => askOnce(request, io, live, controller.signal, () => cancelledBy, workspace)) : undefined;
     const approve = allowances.approver(makeApprover(harness, options.approve, ask));
     let interrupts = 0;
     const onSigint = () => {
@@ -236,7 +237,7 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
  * One question on the terminal (run is not a REPL: a readline lives for the question only). Ctrl-C
  * at the question answers no and cancels the turn, as Ctrl-C does anywhere in a run.
  */
-async function askOnce(request: ApprovalRequest, io: Io, renderer: LiveRenderer, signal: AbortSignal, cancelledBy: () => string | undefined): Promise<AskAnswer> {
+async function askOnce(request: ApprovalRequest, io: Io, renderer: LiveRenderer, signal: AbortSignal, cancelledBy: () => string | undefined, workspace: string): Promise<AskAnswer> {
   await renderer.whenShown(request.callId);
   renderer.pause();
   renderer.breakLine();
@@ -272,6 +273,7 @@ async function askOnce(request: ApprovalRequest, io: Io, renderer: LiveRenderer,
           signal.addEventListener('abort', onAbort, { once: true });
           rl.question(prompt, (text) => settle({ text }));
         }),
+      workspace,
     );
   } finally {
     rl.close();
