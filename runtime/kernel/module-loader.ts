@@ -1,9 +1,10 @@
 /**
  * Importing a plugin module as a new generation (DESIGN "Hot reload"), and finding it first.
  *
- * `importGeneration(path)` imports the module with a fresh `?harness-gen=N` query; the resolve hook in
- * `reload-hooks.mjs` passes the query on to the project-local modules it imports, so edited helpers
- * run their new code. Packages in node_modules and the runtime directory are never duplicated.
+ * `importGeneration(path)` imports the module as it is the first time, then with a fresh
+ * `?harness-gen=N` query each time after; the resolve hook in `reload-hooks.mjs` (registered only
+ * then: hot reload pays for it, a cold start does not) passes the query on to the project-local
+ * modules it imports, so edited helpers run their new code. Packages in node_modules and the runtime directory are never duplicated.
  * A TypeScript module (a project's config or plugin) needs a loader: when none is active (the built
  * package runs on plain node), tsx's is registered once, on the first TypeScript import.
  *
@@ -20,6 +21,8 @@ import { HarnessError } from './errors.ts';
 
 let hooksRegistered = false;
 let generationCounter = 0;
+/** Paths imported at least once (their next import is a new generation). */
+const importedPaths = new Set<string>();
 
 function ensureHooks(): void {
   if (hooksRegistered) return;
@@ -28,15 +31,25 @@ function ensureHooks(): void {
   register(new URL('./reload-hooks.mjs', import.meta.url).href, import.meta.url, { data: { runtimeDirUrl } });
 }
 
+/** @internal Whether the reload resolve hook has been registered in this process (tests, startup checks). */
+export function reloadHooksRegistered(): boolean {
+  return hooksRegistered;
+}
+
 /**
  * Imports `path` (absolute file path) as a new module generation.
  * @throws HarnessError `PLUGIN_IMPORT_FAILED` with the cause (syntax error, missing file, …).
  */
 export async function importGeneration(path: string): Promise<Record<string, unknown>> {
-  ensureHooks();
+  // The first import of a path is a plain one: the resolve hook (a loader thread Node starts, ~90 ms
+  // of a cold start) is registered only when a path is imported again — a hot reload (`harness dev`,
+  // `reloadPlugin`) or a second harness in the process — whose generation must not share modules.
+  const first = !importedPaths.has(path);
+  importedPaths.add(path);
+  if (!first) ensureHooks();
   const load = () => {
     const url = pathToFileURL(path);
-    url.searchParams.set('harness-gen', String(++generationCounter));
+    if (!first) url.searchParams.set('harness-gen', String(++generationCounter));
     return import(url.href) as Promise<Record<string, unknown>>;
   };
   try {
