@@ -84,6 +84,28 @@ describe('cookbook examples', { timeout: 120_000 }, () => {
     expect(result.sameJournal).toBe(true);
   });
 
+  it('otel: a turn traced live to a collector; the same span tree exported from its journal', async () => {
+    const { main } = await import('./otel.ts');
+    const result = await main();
+    expect(result.liveTree.map((line) => line.trim().split('  ')[0])).toEqual([
+      'invoke_agent harness',
+      'step',
+      'chat scripted-default',
+      'execute_tool list_dir',
+      'step',
+      'chat scripted-default',
+      'execute_tool read_file',
+      'step',
+      'chat scripted-default',
+    ]);
+    expect(result.liveTree[2]).toContain('gen_ai.response.finish_reasons=tool_calls');
+    expect(result.liveTree[8]).toContain('gen_ai.response.finish_reasons=stop');
+    expect(result.journalTree).toEqual(result.liveTree);
+    expect(result.exported).toBe(9);
+    expect(result.dropped).toBe(0);
+    expect(result.metricRequests).toBeGreaterThan(0);
+  });
+
   it('serve: harness serve driven with fetch — a session, a turn, its approvals answered, its events over SSE', async () => {
     const { main } = await import('./serve.ts');
     const result = await main();
