@@ -142,10 +142,13 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
   app.get('/v1/health', async () => ({ ok: true, readOnly: options.readOnly === true }));
 
   app.get('/v1/sessions', async () => ({
-    sessions: (await turns.listSessions()).map(({ path: _path, ...summary }) => {
-      const running = turns.runningTurnOf(summary.id);
-      return running === undefined ? summary : { ...summary, runningTurn: running };
-    }),
+    sessions: await Promise.all(
+      (await turns.listSessions()).map(async ({ path: _path, ...summary }) => {
+        const running = turns.runningTurnOf(summary.id);
+        const cost = summary.error === undefined ? await turns.costOf(summary.id).catch(() => undefined) : undefined;
+        return { ...summary, ...(running === undefined ? {} : { runningTurn: running }), ...(cost && cost.pricedCallCount > 0 ? { costUsd: cost.costUsd } : {}) };
+      }),
+    ),
   }));
 
   addViewerRoutes(app, options.viewerDir);
@@ -160,7 +163,11 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
     async (request, reply) => reply.code(201).send({ session: await turns.createSession(request.body ?? {}) }),
   );
 
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id', { schema: { params: sessionParams } }, async (request) => ({ session: await turns.getSession(request.params.id) }));
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id', { schema: { params: sessionParams } }, async (request) => {
+    const session = await turns.getSession(request.params.id);
+    const cost = await turns.costOf(request.params.id);
+    return { session: cost && cost.pricedCallCount > 0 ? { ...session, costUsd: cost.costUsd, turnCostUsd: cost.turnCostUsd } : session };
+  });
 
   app.get<{ Params: { id: string }; Querystring: { after?: number; to?: number; limit?: number } }>(
     '/v1/sessions/:id/events',

@@ -26,6 +26,7 @@ import {
   type SessionEvent,
   type SessionState,
   type SessionSummary,
+  type TokenUsage,
 } from '../../runtime/index.ts';
 import { alreadyDecided, ApprovalDesk, type ApprovalReply, type PendingApproval } from './approvals.ts';
 import { EventQueue, FanOut } from './tail.ts';
@@ -47,6 +48,22 @@ declare global {
       'serve/turn-job': { readonly jobId: string };
     }
   }
+}
+
+/** What the token-meter plugin provides (`ctx.tokenMeter`), as far as the server uses it. */
+interface PriceService {
+  cost(provider: string, model: string, usage: TokenUsage): number | undefined;
+}
+
+/** What a session's model calls cost at the token meter's prices. */
+export interface SessionCost {
+  /** USD over the calls that had a price. */
+  readonly costUsd: number;
+  /** USD per turn number (a compaction between turns counts in the turn after it). */
+  readonly turnCostUsd: Readonly<Record<string, number>>;
+  /** Calls with usage that had a price, and all calls with usage. */
+  readonly pricedCallCount: number;
+  readonly callCount: number;
 }
 
 /** What the approvals plugin provides (`ctx.approvals`), as far as the server uses it. */
@@ -355,6 +372,38 @@ export class TurnService {
     }
     running.controller.abort(new HarnessError('ABORTED', reason));
     return { turn: running.turn };
+  }
+
+  /**
+   * What the session's model calls (replies and compaction summaries) cost at the prices of the
+   * token-meter plugin's config; undefined when the config loads no token meter.
+   * @throws HarnessError `SESSION_NOT_FOUND`, `INVALID_SESSION_ID`.
+   */
+  async costOf(sessionId: string): Promise<SessionCost | undefined> {
+    const path = this.pathOf(sessionId);
+    const meter = this.harness.kernel.service<PriceService>('tokenMeter');
+    if (meter === undefined) return undefined;
+    await this.flushRunning(sessionId);
+    let costUsd = 0;
+    let pricedCallCount = 0;
+    let callCount = 0;
+    let turn = 0;
+    const turnCostUsd: Record<string, number> = {};
+    const add = (provider: unknown, model: unknown, usage: TokenUsage | undefined): void => {
+      if (usage === undefined || typeof provider !== 'string' || typeof model !== 'string') return;
+      callCount++;
+      const usd = meter.cost(provider, model, usage);
+      if (usd === undefined) return;
+      pricedCallCount++;
+      costUsd += usd;
+      turnCostUsd[turn] = (turnCostUsd[turn] ?? 0) + usd;
+    };
+    for await (const event of readJournal(path)) {
+      if (event.type === 'turn/start') turn = event.data.turn;
+      else if (event.type === 'assistant/message') add(event.data.message.source.provider, event.data.message.source.model, event.data.usage);
+      else if (event.type === 'compaction/summary') add(event.data.provider, event.data.model, event.data.usage);
+    }
+    return { costUsd, turnCostUsd, pricedCallCount, callCount };
   }
 
   /** The turn this server is running in the session (its number and first seq), if any. */

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeImportedSession } from '../../runtime/index.ts';
 import { VIEWER_CSP } from '../../plugins/serve/index.ts';
 import { dshRoot, harness as cli } from '../cli/support.ts';
-import { ensureViewerBuilt, launchBrowser, openViewer, runTurn, screenshotPath, serveViewer, TOKEN, XSS, type Browser, type Served } from './support.ts';
+import { ensureViewerBuilt, launchBrowser, openViewer, priced, runTurn, screenshotPath, serveViewer, TOKEN, XSS, type Browser, type Served } from './support.ts';
 
 let s: Served;
 let browser: Browser;
@@ -64,6 +64,16 @@ describe('the page', { timeout: 60_000 }, () => {
     expect(cells[1]).toBe(s.workspace);
     expect(cells[2]).toBe('1');
     expect(Number(cells[3]!.replace(/,/g, ''))).toBeGreaterThan(0);
+    // Cost at the token meter's prices, over the journal's usage.
+    const usage = { inputTokens: 0, outputTokens: 0 };
+    for (const event of await s.journal(editId)) {
+      if (event.type === 'assistant/message' && event.data.usage) {
+        usage.inputTokens += event.data.usage.inputTokens ?? 0;
+        usage.outputTokens += event.data.usage.outputTokens ?? 0;
+      }
+    }
+    expect(usage.inputTokens).toBeGreaterThan(0);
+    expect(cells[4]).toBe(priced(usage));
     expect(cells[5]).not.toBe('');
     expect(await page.locator(`tr[data-session-id="${dshId}"]`).count()).toBe(1);
     // Keyboard only: Tab to the session's link and open it with Enter.
@@ -112,6 +122,9 @@ describe('a session written by Harness', { timeout: 60_000 }, () => {
     // Usage per turn and in total.
     expect(await turn.locator('h3 .usage').innerText()).toMatch(/tokens/);
     expect(await page.locator('[data-total-usage]').innerText()).toMatch(/^\d[\d,]* tokens/);
+    const cost = await page.locator('[data-total-cost]').innerText();
+    expect(cost).toMatch(/^\$\d+\.\d{2}$/);
+    expect(await turn.locator('h3 .cost').innerText()).toBe(cost); // one turn: its cost is the total
 
     // The raw events of an item, on demand.
     const raw = tool.locator('details.raw');
@@ -183,6 +196,28 @@ describe('an imported DeepSeek Harness session', { timeout: 60_000 }, () => {
     expect(await last.locator('.md').innerText()).toBe('DONE');
     expect(await last.locator('details.reasoning').evaluate((d) => (d as { open: boolean }).open)).toBe(false);
     await page.screenshot({ path: screenshotPath('dsh-session.png'), fullPage: true });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+});
+
+describe('marked events', { timeout: 60_000 }, () => {
+  it('shows a retry and a compaction (imported DeepSeek Harness sessions) as marked events', async () => {
+    const retry = (await writeImportedSession(join(dshRoot, 'acp-agent', 'empty-response-retry', 'session.jsonl'), { dataDir: s.harness.dataDir, id: 'dsh-retry' })).header.id;
+    const compaction = (await writeImportedSession(join(dshRoot, 'headless-agent', 'compaction-recovery', 'session.jsonl'), { dataDir: s.harness.dataDir, id: 'dsh-compaction' })).header.id;
+    const { page, errors } = await browser.page();
+    await openViewer(page, s.url, `?session=${retry}`);
+    const marker = page.locator('.item.marker[data-tone="retry"]');
+    await marker.waitFor();
+    expect(await marker.innerText()).toMatch(/retry 1\/\d+ after \d+ ms/);
+    // The failed attempt and the retried reply are two items; only the second is the message.
+    expect(await page.locator('.item.msg.assistant').last().getAttribute('data-live')).toBeNull();
+    await openViewer(page, s.url, `?session=${compaction}`);
+    await page.locator('.item.marker[data-tone="compaction"]').first().waitFor();
+    const labels = await page.locator('.item.marker[data-tone="compaction"] .who').allInnerTexts();
+    expect(labels.some((label) => label.includes('compaction started'))).toBe(true);
+    expect(labels.some((label) => label.includes('compaction summary'))).toBe(true);
+    expect(labels.some((label) => label.includes('compaction compacted'))).toBe(true);
     expect(errors).toEqual([]);
     await page.close();
   });

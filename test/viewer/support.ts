@@ -62,6 +62,15 @@ const SCRIPT = {
   ],
 };
 
+/** The scripted model's price in the tests (USD per million tokens). */
+export const PRICE = { inputTokens: 1000, outputTokens: 2000 };
+
+/** What `usage` costs at {@link PRICE}, as the page shows it. */
+export function priced(usage: { inputTokens?: number; outputTokens?: number }): string {
+  const usd = ((usage.inputTokens ?? 0) * PRICE.inputTokens + (usage.outputTokens ?? 0) * PRICE.outputTokens) / 1e6;
+  return usd < 0.01 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`;
+}
+
 /** Builds dist/viewer when a viewer source is newer than it (once, whatever the number of callers). */
 export function ensureViewerBuilt(): void {
   const result = spawnSync(process.execPath, [join(root, 'scripts', 'build-viewer.mjs'), '--if-stale'], { cwd: root, encoding: 'utf8' });
@@ -98,6 +107,8 @@ export async function serveViewer(options: { paceMs?: number; readOnly?: boolean
         { module: plugin('llm-scripted'), config: { paceMs: options.paceMs ?? 0, fragmentChars: 4, scripts: { test: scriptPath } } },
         { module: plugin('approvals') },
         { module: plugin('tools-workspace') },
+        // USD per million tokens: large enough that a short turn costs whole cents.
+        { module: plugin('token-meter'), config: { prices: { scripted: { test: PRICE } } } },
       ],
     },
   });

@@ -34,6 +34,8 @@ interface SessionInfo {
   readonly lastSeq: number;
   readonly turnCount: number;
   readonly costUsd?: number;
+  /** USD per turn number, when the server has prices (token-meter). */
+  readonly turnCostUsd?: Readonly<Record<string, number>>;
   readonly runningTurn?: { turn: number; startSeq: number };
 }
 
@@ -135,6 +137,8 @@ async function openSession(id: string): Promise<void> {
     0,
     (events: JournalEvent[]) => {
       for (const event of events) app.timeline.add(event);
+      // A turn ended: its cost (and the session's) is known now.
+      if (events.some((event) => event.type === 'turn/end')) void refreshInfo(id);
       schedule();
     },
     (status) => {
@@ -144,6 +148,15 @@ async function openSession(id: string): Promise<void> {
     },
   );
   if (app.at !== undefined) await loadAt(app.at);
+  schedule();
+}
+
+async function refreshInfo(id: string): Promise<void> {
+  try {
+    app.info = (await app.api!.get<{ session: SessionInfo }>(`/v1/sessions/${encodeURIComponent(id)}`)).session;
+  } catch (error) {
+    failed(error);
+  }
   schedule();
 }
 
@@ -274,6 +287,7 @@ function turnView(turn: Turn): TemplateResult {
       Turn ${turn.turn}
       ${end ? html`<span class="badge ${end.reason === 'completed' ? 'ok' : 'warn'}">${end.reason}</span>` : html`<span class="badge live">running</span>`}
       <span class="dim usage">${formatUsage(turn.usage)}</span>
+      ${app.info?.turnCostUsd?.[turn.turn] !== undefined ? html`<span class="dim cost">${formatCost(app.info.turnCostUsd[turn.turn])}</span>` : nothing}
     </h3>
     ${end?.failure ? html`<p class="error">${[end.failure.code, end.failure.message].filter(Boolean).join(': ')}</p>` : nothing}
     ${turn.entries.map((entry) => (entry.kind === 'step' ? stepView(entry) : itemView(entry, ctx)))}
@@ -377,7 +391,7 @@ function sessionPage(): TemplateResult {
       ${t.model ? html`<dt>Model</dt><dd>${t.model}</dd>` : nothing}
       <dt>Turns</dt><dd>${t.turns.length}</dd>
       <dt>Usage</dt><dd data-total-usage>${formatUsage(t.usage)}</dd>
-      <dt>Cost</dt><dd>${formatCost(info?.costUsd)}</dd>
+      <dt>Cost</dt><dd data-total-cost>${formatCost(info?.costUsd)}</dd>
       <dt>Events</dt><dd>${t.eventCount}</dd>
     </dl>
     ${scrubber()}
