@@ -104,6 +104,12 @@ describe('live', { timeout: 90_000 }, () => {
     expect(await tool.getByText('waiting for approval').count()).toBe(1);
     expect(s.ran).not.toContain('poke:k=v');
     await page.screenshot({ path: screenshotPath('pending-approval.png'), fullPage: true });
+    // The session list marks the session live while its turn runs.
+    const list = await browser.page();
+    await openViewer(list.page, s.url);
+    await list.page.locator(`tr[data-session-id="${id}"] [data-live]`).waitFor();
+    expect(await list.page.locator(`tr[data-session-id="${id}"] [data-live]`).innerText()).toContain('live (turn 1)');
+    await list.page.close();
     // Keyboard only: focus Allow and press Enter.
     await tool.getByRole('button', { name: 'Allow' }).focus();
     await page.keyboard.press('Enter');

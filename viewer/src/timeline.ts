@@ -311,6 +311,12 @@ export class Timeline {
         return;
       }
       case 'llm/retry':
+        // The failed attempt's partial reply stays as it was; the retry streams into a new one.
+        if (this.live) {
+          this.live.live = false;
+          this.live.finish = 'retried';
+          this.live = undefined;
+        }
         this.marker(event, 'retry', `retry ${String(d.attempt)}/${String(d.maxRetries)} after ${String(d.delayMs)} ms`, failureText(d.failure));
         return;
       case 'compaction/start':
