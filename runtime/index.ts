@@ -213,4 +213,13 @@ export {
   type SnapshotMessage,
   type Difference,
 } from './session/snapshot.ts';
-export { importDshSession, writeImportedSession, type DshImport, type AssemblerMismatch, type WriteImportedOptions } from './session/import-dsh.ts';
+export {
+  importDshSession,
+  writeImportedSession,
+  dshChildCallId,
+  dshChildFiles,
+  type DshImport,
+  type AssemblerMismatch,
+  type WriteImportedOptions,
+  type ImportedSession,
+} from './session/import-dsh.ts';

@@ -114,6 +114,17 @@ export async function importDshCommand(file: string, options: { id?: string }, g
     for (const warning of written.imported.warnings) io.err.write(c.yellow(`warning: ${printable(warning)}\n`));
     for (const m of written.imported.assemblerMismatches)
       io.err.write(c.yellow(`warning: seq ${m.seq} (turn ${m.turn}, step ${m.step}): the recorded ${m.field} differs from what its chunks assemble to\n`));
+    // Its subagents, imported with it and linked to it (their header's parentSession).
+    const children = (list: typeof written.children, indent: string): void => {
+      for (const child of list) {
+        const link = child.header.parentSession;
+        io.out.write(
+          `${indent}${c.green('↳ subagent')} ${c.bold(child.header.id)} (${child.eventCount} events${link?.callId ? `, spawned by call ${printable(link.callId)}` : ', spawning call not found'})\n`,
+        );
+        children(child.children, `${indent}  `);
+      }
+    };
+    children(written.children, '  ');
     io.out.write(`${c.dim('journal')} ${written.path}\n${c.dim('replay ')} ${selfWithGlobals(globals)} replay ${sessionArgument(written.path, harness.dataDir)}\n`);
     return 0;
   } finally {

@@ -30,11 +30,13 @@
  * call (its (turn, step), after the last retry or recovery): mismatches are reported.
  */
 import { randomUUID } from 'node:crypto';
-import { resolve } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { HarnessError } from '../kernel/errors.ts';
 import { deepFreeze } from '../kernel/freeze.ts';
 import { BlockAssembler } from '../llm/assembler.ts';
+import { messageText } from '../llm/message.ts';
 import type { FinishReason, Message, StreamChunk } from '../llm/types.ts';
 import type { AnySessionEvent, SessionHeader, TurnEndReason } from './events.ts';
 import { Folder, initialState } from './fold.ts';
@@ -382,6 +384,8 @@ export async function importDshSession(path: string, options: { now?: () => numb
     id: originalId !== undefined && isSessionId(originalId) ? originalId : randomUUID(),
     createdAtMs: typeof h.createdAt === 'number' ? h.createdAt : (options.now ?? Date.now)(),
     ...(typeof h.cwd === 'string' ? { cwd: h.cwd } : {}),
+    // A child session (a subagent): linked to its parent by id; the spawning call is matched when the pair is imported.
+    ...(typeof h.parentSession === 'string' ? { parentSession: { sessionId: h.parentSession, depth: typeof h.delegationDepth === 'number' ? h.delegationDepth : 1 } } : {}),
     importedFrom: { format: 'dsh', path: file, ...(originalId !== undefined ? { sessionId: originalId } : {}), header: { version: h.version, ...rest } },
   });
   return tornTail !== undefined ? { header, events, assemblerMismatches: mismatches, warnings, tornTail } : { header, events, assemblerMismatches: mismatches, warnings };
@@ -412,6 +416,48 @@ function normalizeFinish(reason: any): FinishReason {
   return { kind: 'error', failure: { code: 'UNKNOWN', message: `Unknown finish reason ${JSON.stringify(reason)} (imported).` } } as FinishReason;
 }
 
+/**
+ * The tool call of a parent session that spawned a child (a subagent). DeepSeek Harness names only
+ * the parent session in a child's header, so the call is the one whose arguments' `prompt` is the
+ * child's first prompt (their `subagent` tool). Undefined when none or several match.
+ */
+export function dshChildCallId(parentEvents: readonly AnySessionEvent[], childEvents: readonly AnySessionEvent[]): string | undefined {
+  const first = childEvents.find((event) => event.type === 'user/message');
+  if (first?.type !== 'user/message') return undefined;
+  const prompt = messageText(first.data.message).trim();
+  const matches: string[] = [];
+  for (const event of parentEvents) {
+    if (event.type !== 'tool/call') continue;
+    let args: unknown;
+    try {
+      args = JSON.parse(event.data.arguments);
+    } catch {
+      continue;
+    }
+    const given = (args as { prompt?: unknown } | null)?.prompt;
+    if (typeof given === 'string' && given.trim() === prompt) matches.push(event.data.callId);
+  }
+  return matches.length === 1 ? matches[0] : undefined;
+}
+
+/** The DeepSeek Harness sessions next to `path` whose header names `parentId` as their parent (`session.1.jsonl`, …). */
+export function dshChildFiles(path: string, parentId: string): string[] {
+  const dir = dirname(resolve(path));
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const file = join(dir, name);
+    if (!name.endsWith('.jsonl') || file === resolve(path)) continue;
+    let first: { parentSession?: unknown; version?: unknown } | undefined;
+    try {
+      first = JSON.parse(readFileSync(file, 'utf8').split('\n', 1)[0] ?? '');
+    } catch {
+      continue;
+    }
+    if (first?.version === DSH_FORMAT_VERSION && first.parentSession === parentId) out.push(file);
+  }
+  return out;
+}
+
 /** Options of `writeImportedSession`. */
 export interface WriteImportedOptions extends JournalIoOptions {
   readonly dataDir?: string;
@@ -419,6 +465,12 @@ export interface WriteImportedOptions extends JournalIoOptions {
   readonly store?: JournalStore;
   /** Our session id (default: theirs when it is a valid file name, else a random UUID). */
   readonly id?: string;
+  /**
+   * Import the session's children too (default true): the DeepSeek Harness sessions next to it whose
+   * header names it as their parent, each written with `parentSession` naming our parent and the
+   * call that spawned it (see {@link dshChildCallId}), and theirs the same way.
+   */
+  readonly children?: boolean;
 }
 
 /**
@@ -426,14 +478,31 @@ export interface WriteImportedOptions extends JournalIoOptions {
  * (`<dataDir>/sessions/<id>.jsonl`, closed afterwards). This is `harness import dsh <file>`.
  * @throws HarnessError `DSH_IMPORT`, `JOURNAL_EXISTS`, `JOURNAL_LOCKED`.
  */
-export async function writeImportedSession(path: string, options: WriteImportedOptions = {}): Promise<{ path: string; header: SessionHeader; eventCount: number; imported: DshImport }> {
+export async function writeImportedSession(path: string, options: WriteImportedOptions = {}): Promise<ImportedSession> {
+  return writeImported(path, options, undefined);
+}
+
+/** What `writeImportedSession` wrote: the session, and its children (subagents) when imported with it. */
+export interface ImportedSession {
+  readonly path: string;
+  readonly header: SessionHeader;
+  readonly eventCount: number;
+  readonly imported: DshImport;
+  readonly children: readonly ImportedSession[];
+}
+
+async function writeImported(path: string, options: WriteImportedOptions, parent: { header: SessionHeader; events: readonly AnySessionEvent[] } | undefined): Promise<ImportedSession> {
   const imported = await importDshSession(path);
   const header = imported.header;
+  const link = header.parentSession;
+  const callId = parent !== undefined ? dshChildCallId(parent.events, imported.events) : undefined;
+  const parentSession = parent !== undefined ? { sessionId: parent.header.id, ...(callId !== undefined ? { callId } : {}), depth: (parent.header.parentSession?.depth ?? 0) + 1 } : link;
   const journal = (await createJournal({
     ...options,
-    id: options.id ?? header.id,
+    id: parent === undefined ? (options.id ?? header.id) : header.id,
     createdAtMs: header.createdAtMs,
     ...(header.cwd !== undefined ? { cwd: header.cwd } : {}),
+    ...(parentSession !== undefined ? { parentSession } : {}),
     importedFrom: header.importedFrom!,
   })) as StoreJournal;
   try {
@@ -446,5 +515,10 @@ export async function writeImportedSession(path: string, options: WriteImportedO
     await journal.close().catch(() => undefined);
     throw error;
   }
-  return { path: journal.path, header: journal.header, eventCount: imported.events.length, imported };
+  const children: ImportedSession[] = [];
+  const originalId = header.importedFrom?.sessionId;
+  if (options.children !== false && originalId !== undefined) {
+    for (const file of dshChildFiles(path, originalId)) children.push(await writeImported(file, options, { header: journal.header, events: imported.events }));
+  }
+  return { path: journal.path, header: journal.header, eventCount: imported.events.length, imported, children };
 }
