@@ -20,19 +20,26 @@
  *   a person's recorded answers answer its questions; a decision that differs from the recorded one
  *   is a divergence;
  * - every assistant message and every turn's end reason.
+ * - subagents: the recording's child sessions (journals whose header's `parentSession` names it,
+ *   found next to it: its sessions folder, or a DeepSeek Harness scenario's `session.N.jsonl`) are
+ *   re-run too. A real tool that spawns the child (the subagents plugin's `run_subagent`) runs, and
+ *   each child session it makes is served its recorded child's calls, tool results and approvals;
+ *   for a stub tool (an imported session) the cassette runs the child turns itself. Every check
+ *   above holds per session.
  * Faults (`inject`) fail a recorded call's first request (see faults.ts). Message ids and the journal
  * clock are deterministic, so two re-runs write journals equal up to their header. With `update`, a
  * divergent run is kept as a new journal (a fork of the recording, `parent: { sessionId, seq: 0 }`);
  * the recording is never written.
  */
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import {
   canonicalRequest,
   createHarness,
   defineTool,
+  dshChildCallId,
   firstDifference,
   HarnessError,
   importDshSession,
@@ -97,6 +104,8 @@ export interface CassetteReport {
   };
   readonly compactions: { readonly recorded: number; readonly served: number };
   readonly toolResults: { readonly recorded: number; readonly served: number; readonly rerun: number };
+  /** Child sessions (subagents) recorded with the session, and how many the re-run ran again. */
+  readonly subagents: { readonly recorded: number; readonly rerun: number };
   readonly turns: readonly { readonly turn: number; readonly reason?: string; readonly recorded?: string; readonly same: boolean; readonly calls: number }[];
   readonly faults: readonly { readonly call: number; readonly fault: string; readonly where: string }[];
   /** Every divergence, one readable line (or a few) each. */
@@ -128,6 +137,51 @@ interface TurnPlan {
 
 /** Events outside a turn that the re-run appends itself (a prompt queued between turns, a compaction on request). */
 const BETWEEN_TURNS = new Set(['user/message', 'compaction/start', 'compaction/summary', 'surface/replace', 'compaction/end']);
+
+/** A recorded session and its recorded children (subagents), by the tool call that spawned each. */
+interface Recording {
+  readonly header: SessionHeader;
+  readonly events: AnySessionEvent[];
+  readonly imported: boolean;
+  readonly path: string;
+  readonly children: Map<string, Recording>;
+}
+
+/** Loads a recording and, recursively, its children found in the same folder. */
+async function loadRecordingTree(path: string, seen = new Set<string>()): Promise<Recording> {
+  const own = await loadRecording(path);
+  seen.add(resolve(path));
+  const children = new Map<string, Recording>();
+  const parentIds = new Set([own.header.id, ...(own.header.importedFrom?.sessionId ? [own.header.importedFrom.sessionId] : [])]);
+  for (const name of readdirSync(dirname(path))) {
+    const file = resolve(dirname(path), name);
+    if (!name.endsWith('.jsonl') || seen.has(file)) continue;
+    const link = await parentLinkOf(file);
+    if (link === undefined || !parentIds.has(link.sessionId)) continue;
+    seen.add(file);
+    const child = await loadRecordingTree(file, seen);
+    const callId = link.callId ?? dshChildCallId(own.events, child.events);
+    if (callId !== undefined) children.set(callId, child);
+  }
+  return { ...own, path, children };
+}
+
+/** The parent link of a journal file (ours or a DeepSeek Harness one), read from its first line only. */
+async function parentLinkOf(file: string): Promise<{ sessionId: string; callId?: string } | undefined> {
+  try {
+    const header = await readJournalHeader(file);
+    return header.parentSession;
+  } catch (error) {
+    if (!(HarnessError.is(error) && error.code === 'JOURNAL_VERSION')) return undefined;
+    const line = readFileSync(file, 'utf8').split('\n', 1)[0] ?? '';
+    try {
+      const dsh = JSON.parse(line) as { parentSession?: unknown };
+      return typeof dsh.parentSession === 'string' ? { sessionId: dsh.parentSession } : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
 
 /** Loads a recording: a Harness journal, or a DeepSeek Harness session file (imported on the fly). */
 async function loadRecording(path: string): Promise<{ header: SessionHeader; events: AnySessionEvent[]; imported: boolean }> {
@@ -165,8 +219,8 @@ export async function runCassette(journal: string, options: RunCassetteOptions =
     });
     harness.kernel.bus.add('kernel/diagnostic', (d: { level: string; code: string; message: string }) => options.onDiagnostic?.(d), { owner: 'cassette' });
     // Read after the plugins loaded: their event types are known.
-    const { header, events, imported } = await loadRecording(journal);
-    return await rerun(harness, { header, events, imported, path: journal, faults, options, temp, dataDir });
+    const recording = await loadRecordingTree(journal);
+    return await rerun(harness, { recording, path: journal, faults, options, temp, dataDir });
   } finally {
     await harness?.dispose();
     rmSync(temp, { recursive: true, force: true });
@@ -174,9 +228,7 @@ export async function runCassette(journal: string, options: RunCassetteOptions =
 }
 
 interface RerunInput {
-  readonly header: SessionHeader;
-  readonly events: readonly AnySessionEvent[];
-  readonly imported: boolean;
+  readonly recording: Recording;
   readonly path: string;
   readonly faults: readonly Fault[];
   readonly options: RunCassetteOptions;
@@ -184,17 +236,51 @@ interface RerunInput {
   readonly dataDir: string;
 }
 
+/** One recorded session during the re-run: its calls, results and decisions, and what the re-run produced for it. */
+interface Node {
+  readonly recording: Recording;
+  /** `''` for the recording itself, `subagent <id>: ` for a child (divergences name the session). */
+  readonly label: string;
+  readonly calls: readonly RecordedCall[];
+  cursor: number;
+  readonly results: Map<string, SessionEvent<'tool/result'>['data']>;
+  readonly decisions: Map<string, SessionEvent<'approval/decided'>['data']>;
+  readonly produced: AnySessionEvent[];
+}
+
+// Keyed by turn and call id: a model may reuse call ids from turn to turn.
+const key = (turn: number, callId: string) => `${turn}\u0000${callId}`;
+
+function nodeFor(recording: Recording, label: string): Node {
+  const results = new Map<string, SessionEvent<'tool/result'>['data']>();
+  const decisions = new Map<string, SessionEvent<'approval/decided'>['data']>();
+  for (const event of recording.events) {
+    if (event.type === 'tool/result') results.set(key(event.data.turn, event.data.callId), event.data);
+    else if (event.type === 'approval/decided') decisions.set(key(event.data.turn, event.data.callId), event.data);
+  }
+  return { recording, label, calls: recordedCalls(recording.events), cursor: 0, results, decisions, produced: [] };
+}
+
+/** Every recording of the tree, the root first. */
+function allRecordings(root: Recording): Recording[] {
+  return [root, ...[...root.children.values()].flatMap(allRecordings)];
+}
+
 async function rerun(harness: Harness, input: RerunInput): Promise<CassetteReport> {
-  const { header, events, imported, faults, options } = input;
-  const calls = recordedCalls(events);
+  const { recording, faults, options } = input;
+  const { header, events, imported } = recording;
+  const root = nodeFor(recording, '');
+  const calls = root.calls;
   const plans = planTurns(events, calls, imported);
   const divergences: string[] = [];
   const notes: string[] = [];
-  const where = (call: RecordedCall) => `call ${call.index + 1} (turn ${call.turn} step ${call.step}${call.attempt > 0 ? ` attempt ${call.attempt + 1}` : ''})`;
+  const where = (call: RecordedCall, node: Node = root) => `${node.label}call ${call.index + 1} (turn ${call.turn} step ${call.step}${call.attempt > 0 ? ` attempt ${call.attempt + 1}` : ''})`;
+  const recordings = allRecordings(recording);
+  const everyCall = recordings.flatMap((r) => (r === recording ? calls : recordedCalls(r.events)));
 
   // Routes the recording used that the config does not have: a stand-in route (the model is replaced anyway).
   const providers = new Set<string>();
-  for (const call of calls) {
+  for (const call of everyCall) {
     const provider = call.request?.ok ? call.request.request.config.provider : call.header?.config.provider;
     if (typeof provider === 'string') providers.add(provider);
   }
@@ -204,15 +290,39 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
     notes.push(`provider${missing.length > 1 ? 's' : ''} ${missing.join(', ')} ha${missing.length > 1 ? 've' : 's'} no route in the config: served on a stand-in route (any model)`);
   }
   // Imported sessions do not know the tool set ({{tools}}): recorded tool names the config lacks get stubs.
-  const stubbed = imported ? registerStubTools(harness, events) : [];
+  const stubbed = imported
+    ? registerStubTools(
+        harness,
+        recordings.flatMap((r) => r.events),
+      )
+    : [];
   if (stubbed.length > 0) notes.push(`imported session: recorded tools ${stubbed.join(', ')} are stubs (their results are the recorded ones)`);
+  const childCount = recordings.length - 1;
+  if (childCount > 0) notes.push(`${childCount} subagent session${childCount === 1 ? '' : 's'} re-run with ${childCount === 1 ? 'its' : 'their'} recorded calls`);
 
-  // ── The model: every dispatch served from the recording, in order ──
-  let cursor = 0;
+  // ── Sessions: the re-run's session ids mapped to their recorded counterparts ──
+  const id = rerunId(header.id, options.update?.dataDir);
+  const nodes = new Map<string, Node>([[id, root]]);
+  /** The node of a re-run session: a child is found by its header's link (parent session and call). */
+  const nodeOf = async (sessionId: string | undefined): Promise<Node | undefined> => {
+    if (sessionId === undefined) return root;
+    const known = nodes.get(sessionId);
+    if (known !== undefined) return known;
+    const link = (await rerunHeader(harness, sessionId))?.parentSession;
+    if (link?.callId === undefined) return undefined;
+    const parent = await nodeOf(link.sessionId);
+    const child = parent?.recording.children.get(link.callId);
+    if (child === undefined) return undefined;
+    const node = nodeFor(child, `subagent ${child.header.id}: `);
+    nodes.set(sessionId, node);
+    return node;
+  };
+
+  // ── The model: every dispatch served from the recording of its session, in order ──
   let served = 0;
   let compared = 0;
   let comparedOnHeader = 0;
-  const divergedCalls = new Set<number>();
+  const divergedCalls = new Set<RecordedCall>();
   const fired = new Set<Fault>();
   const injected: { call: number; fault: string; where: string }[] = [];
   const summaries = events.filter((e): e is SessionEvent<'compaction/summary'> => e.type === 'compaction/summary');
@@ -220,6 +330,45 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
   let plan: TurnPlan | undefined;
   let abortRun: (() => void) | undefined;
   let requestCount = 0;
+  async function* serve(request: GenerateOptions): AsyncGenerator<StreamChunk> {
+    const node = await nodeOf(request.sessionId);
+    if (node === undefined) {
+      const text = `a model call of session ${request.sessionId} has no recorded session (a subagent the recording does not have)`;
+      divergences.push(text);
+      throw new LlmError('CASSETTE_MISMATCH', `Cassette: ${text}.`);
+    }
+    const number = ++requestCount;
+    const call = node.calls[node.cursor];
+    const cutTurn = node === root && (plan?.reason === 'aborted' || plan?.reason === 'interrupted');
+    if (call === undefined || (call.turn !== plan?.turn && cutTurn)) {
+      // A cut-short turn stops before a call the recording does not have.
+      if (cutTurn) {
+        abortRun?.();
+        throw new LlmError('ABORTED', 'The recording was cut here.');
+      }
+      const text = `${node.label}request ${number} (turn ${node === root ? (plan?.turn ?? '?') : '?'}): the recording has no model call left for it (${node.calls.length} recorded, all served)`;
+      divergences.push(text);
+      throw new LlmError('CASSETTE_MISMATCH', `Cassette mismatch: ${text}.`);
+    }
+    // An injected fault fails the call's first request; the call stays for the retry. Faults name the recording's own calls.
+    const fault = node === root ? faults.find((f) => f.call === call.index + 1 && !fired.has(f)) : undefined;
+    if (fault !== undefined) {
+      fired.add(fault);
+      injected.push({ call: fault.call, fault: describeFault(fault), where: where(call) });
+      yield* faultStream(call, fault, request.signal);
+      return;
+    }
+    node.cursor++;
+    served++;
+    const difference = compareRequest(call, request);
+    if (difference.kind === 'full') compared++;
+    else comparedOnHeader++;
+    if (difference.text !== undefined) {
+      divergedCalls.add(call);
+      divergences.push(`${where(call, node)}: ${difference.text}`);
+    }
+    yield* replayStream(call, request.signal);
+  }
   const undo = harness.llm.replaceModel({
     stream(request: GenerateOptions): AsyncIterable<StreamChunk> {
       if (request.purpose !== undefined && request.purpose !== 'agent') {
@@ -228,36 +377,7 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
         divergences.push(`turn ${plan?.turn ?? '?'}: ${text}`);
         throw new LlmError('CASSETTE_MISMATCH', `Cassette: ${text}.`);
       }
-      const number = ++requestCount;
-      const call = calls[cursor];
-      const cutTurn = plan?.reason === 'aborted' || plan?.reason === 'interrupted';
-      if (call === undefined || (call.turn !== plan?.turn && cutTurn)) {
-        // A cut-short turn stops before a call the recording does not have.
-        if (cutTurn) {
-          abortRun?.();
-          throw new LlmError('ABORTED', 'The recording was cut here.');
-        }
-        const text = `request ${number} (turn ${plan?.turn ?? '?'}): the recording has no model call left for it (${calls.length} recorded, all served)`;
-        divergences.push(text);
-        throw new LlmError('CASSETTE_MISMATCH', `Cassette mismatch: ${text}.`);
-      }
-      // An injected fault fails the call's first request; the call stays for the retry.
-      const fault = faults.find((f) => f.call === call.index + 1 && !fired.has(f));
-      if (fault !== undefined) {
-        fired.add(fault);
-        injected.push({ call: fault.call, fault: describeFault(fault), where: where(call) });
-        return faultStream(call, fault, request.signal);
-      }
-      cursor++;
-      served++;
-      const difference = compareRequest(call, request);
-      if (difference.kind === 'full') compared++;
-      else comparedOnHeader++;
-      if (difference.text !== undefined) {
-        divergedCalls.add(call.index);
-        divergences.push(`${where(call)}: ${difference.text}`);
-      }
-      return replayStream(call, request.signal);
+      return serve(request);
     },
   });
   const legacy = calls.filter((call) => call.request === undefined).length;
@@ -266,18 +386,89 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
       `${legacy === calls.length ? 'this journal predates' : `${legacy} of ${calls.length} calls predate`} request snapshots: ${legacy === calls.length ? 'its requests are' : 'those are'} compared on the request header (config, system, tools) and the message count only`,
     );
 
-  // ── Tools: recorded results, or re-run in a scratch copy ──
-  const recordedResults = new Map<string, SessionEvent<'tool/result'>['data']>();
-  const recordedDecisions = new Map<string, SessionEvent<'approval/decided'>['data']>();
-  // Keyed by turn and call id: a model may reuse call ids from turn to turn.
-  const key = (turn: number, callId: string) => `${turn}\u0000${callId}`;
-  for (const event of events) {
-    if (event.type === 'tool/result') recordedResults.set(key(event.data.turn, event.data.callId), event.data);
-    else if (event.type === 'approval/decided') recordedDecisions.set(key(event.data.turn, event.data.callId), event.data);
-  }
+  // ── Approvals: the current policy; a person's recorded answers answer its questions ──
+  // The approvals plugin's service, by shape (a plugin does not import another).
+  const approvals = (harness.ctx as unknown as { approvals?: ApprovalPolicies }).approvals;
+  const nodeOfRequest = (request: ApprovalRequest): Node => nodes.get(request.sessionId) ?? root;
+  const ask = (request: ApprovalRequest) => {
+    const recorded = nodeOfRequest(request).decisions.get(key(request.turn, request.callId));
+    if (recorded === undefined || recorded.decidedBy !== 'user')
+      return { allow: false, reason: recorded === undefined ? 'the recording has no answer to this question' : `the recording has no person's answer (${recorded.decidedBy} decided)` };
+    return recorded.decision === 'allow' ? { allow: true } : { allow: false, reason: recorded.reason ?? 'the user said no' };
+  };
+  const policy = approvals?.create(options.approve ?? approvals.defaultPolicy, { ask });
+  notes.push(approvals ? `approvals decided by policy ${options.approve ?? approvals.defaultPolicy}` : 'no approvals plugin in the config: the recorded decisions are repeated');
+  const approve = async (request: ApprovalRequest): Promise<ApprovalAnswer> => {
+    const node = nodeOfRequest(request);
+    if (node === root && plan?.cut?.at === 'approval' && plan.cut.callId === request.callId) abortRun?.();
+    const recorded = node.decisions.get(key(request.turn, request.callId));
+    let answer: { decision: 'allow' | 'deny'; decidedBy?: string; reason?: string };
+    if (policy !== undefined) {
+      const given = await policy(request);
+      answer = typeof given === 'string' ? { decision: given } : given;
+    } else if (recorded !== undefined) answer = { decision: recorded.decision, decidedBy: recorded.decidedBy, ...(recorded.reason ? { reason: recorded.reason } : {}) };
+    else answer = { decision: node.results.get(key(request.turn, request.callId))?.code === 'DENIED' ? 'deny' : 'allow', decidedBy: 'cassette' };
+    if (recorded !== undefined && recorded.decision !== answer.decision) {
+      divergences.push(
+        `${node.label}turn ${request.turn} step ${request.step}: approval of ${request.name} (${request.callId}): recorded ${recorded.decision} (${recorded.decidedBy}), now ${answer.decision} (${answer.decidedBy ?? 'approver'}${answer.reason ? `: ${answer.reason}` : ''})`,
+      );
+    }
+    return answer as ApprovalAnswer;
+  };
+
+  // ── Tools: recorded results, or re-run in a scratch copy; a call that spawned a subagent re-runs it ──
   let toolsServed = 0;
   let toolsRerun = 0;
   let cwd: string;
+  const stubs = new Set(stubbed);
+  const rerunChildren = new Set<Recording>();
+  /** A stub tool's recorded subagent: the cassette runs the child's recorded turns itself. */
+  const driveChild = async (parent: { id: string; header: SessionHeader }, callId: string, child: Recording, signal: AbortSignal): Promise<void> => {
+    const session = await harness.createSession({
+      cwd,
+      parentSession: { sessionId: parent.id, callId, depth: (parent.header.parentSession?.depth ?? 0) + 1 },
+      newId: () => `m${++counter}`,
+      now: () => clock++,
+    });
+    try {
+      const node = (await nodeOf(session.id))!;
+      for (const turnPlan of planTurns(child.events, node.calls, child.imported)) {
+        const config = turnPlan.config;
+        const inherited = (request: ApprovalRequest) => approve({ ...request, origin: [session.id, ...(request.origin ?? [])] });
+        for await (const event of session.run(turnPlan.input, { approve: inherited, signal, ...(config ? { provider: config.provider, model: config.model } : {}) })) node.produced.push(event);
+      }
+    } finally {
+      await session.close();
+    }
+  };
+  const served_ = async (
+    payload: { session: { id: string; header: SessionHeader }; callId: string; turn: number; step: number; tool: { name: string }; signal: AbortSignal },
+    next: (p: unknown) => Promise<unknown>,
+  ) => {
+    const node = (await nodeOf(payload.session.id)) ?? root;
+    const child = node.recording.children.get(payload.callId);
+    if (child !== undefined) {
+      rerunChildren.add(child);
+      // The real spawning tool runs (its child's calls are served from the recording); a stub's child is run here.
+      if (!stubs.has(payload.tool.name)) return next(payload);
+      await driveChild(payload.session, payload.callId, child, payload.signal);
+    }
+    const recorded = node.results.get(key(payload.turn, payload.callId));
+    if (recorded === undefined) {
+      divergences.push(`${node.label}turn ${payload.turn} step ${payload.step}: tool call ${payload.callId} (${payload.tool.name}) has no recorded result`);
+      return { content: [{ type: 'text', text: 'The recording has no result for this call.' }], isError: true, code: 'NOT_RECORDED', durationMs: 0 };
+    }
+    toolsServed++;
+    // The call that was running when the turn was cut: the turn stops here.
+    if (node === root && plan?.cut?.at === 'execute' && plan.cut.callId === payload.callId) abortRun?.();
+    const block = recorded.message.content.find((b) => b.type === 'tool-result');
+    return {
+      content: block && block.type === 'tool-result' ? block.content : [],
+      isError: block && block.type === 'tool-result' ? block.isError : true,
+      ...(recorded.code ? { code: recorded.code } : {}),
+      durationMs: recorded.durationMs ?? 0,
+    };
+  };
   if (options.runTools !== undefined) {
     cwd = join(input.temp, 'workspace');
     cpSync(options.runTools, cwd, { recursive: true });
@@ -294,63 +485,14 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
     cwd = header.cwd !== undefined && existsSync(header.cwd) && statSync(header.cwd).isDirectory() ? header.cwd : join(input.temp, 'workspace');
     mkdirSync(cwd, { recursive: true });
     // Innermost: the user's tools/execute middleware still runs; the tool body does not.
-    harness.kernel.bus.add(
-      'tools/execute',
-      async (payload: { callId: string; turn: number; step: number; tool: { name: string } }) => {
-        const recorded = recordedResults.get(key(payload.turn, payload.callId));
-        if (recorded === undefined) {
-          divergences.push(`turn ${payload.turn} step ${payload.step}: tool call ${payload.callId} (${payload.tool.name}) has no recorded result`);
-          return { content: [{ type: 'text', text: 'The recording has no result for this call.' }], isError: true, code: 'NOT_RECORDED', durationMs: 0 };
-        }
-        toolsServed++;
-        // The call that was running when the turn was cut: the turn stops here.
-        if (plan?.cut?.at === 'execute' && plan.cut.callId === payload.callId) abortRun?.();
-        const block = recorded.message.content.find((b) => b.type === 'tool-result');
-        return {
-          content: block && block.type === 'tool-result' ? block.content : [],
-          isError: block && block.type === 'tool-result' ? block.isError : true,
-          ...(recorded.code ? { code: recorded.code } : {}),
-          durationMs: recorded.durationMs ?? 0,
-        };
-      },
-      { stage: Number.MAX_SAFE_INTEGER, owner: 'cassette' },
-    );
+    harness.kernel.bus.add('tools/execute', served_ as never, { stage: Number.MAX_SAFE_INTEGER, owner: 'cassette' });
   }
 
-  // ── Approvals: the current policy; a person's recorded answers answer its questions ──
-  // The approvals plugin's service, by shape (a plugin does not import another).
-  const approvals = (harness.ctx as unknown as { approvals?: ApprovalPolicies }).approvals;
-  const ask = (request: ApprovalRequest) => {
-    const recorded = recordedDecisions.get(key(request.turn, request.callId));
-    if (recorded === undefined || recorded.decidedBy !== 'user')
-      return { allow: false, reason: recorded === undefined ? 'the recording has no answer to this question' : `the recording has no person's answer (${recorded.decidedBy} decided)` };
-    return recorded.decision === 'allow' ? { allow: true } : { allow: false, reason: recorded.reason ?? 'the user said no' };
-  };
-  const policy = approvals?.create(options.approve ?? approvals.defaultPolicy, { ask });
-  notes.push(approvals ? `approvals decided by policy ${options.approve ?? approvals.defaultPolicy}` : 'no approvals plugin in the config: the recorded decisions are repeated');
-  const approve = async (request: ApprovalRequest): Promise<ApprovalAnswer> => {
-    if (plan?.cut?.at === 'approval' && plan.cut.callId === request.callId) abortRun?.();
-    const recorded = recordedDecisions.get(key(request.turn, request.callId));
-    let answer: { decision: 'allow' | 'deny'; decidedBy?: string; reason?: string };
-    if (policy !== undefined) {
-      const given = await policy(request);
-      answer = typeof given === 'string' ? { decision: given } : given;
-    } else if (recorded !== undefined) answer = { decision: recorded.decision, decidedBy: recorded.decidedBy, ...(recorded.reason ? { reason: recorded.reason } : {}) };
-    else answer = { decision: recordedResults.get(key(request.turn, request.callId))?.code === 'DENIED' ? 'deny' : 'allow', decidedBy: 'cassette' };
-    if (recorded !== undefined && recorded.decision !== answer.decision) {
-      divergences.push(
-        `turn ${request.turn} step ${request.step}: approval of ${request.name} (${request.callId}): recorded ${recorded.decision} (${recorded.decidedBy}), now ${answer.decision} (${answer.decidedBy ?? 'approver'}${answer.reason ? `: ${answer.reason}` : ''})`,
-      );
-    }
-    return answer as ApprovalAnswer;
-  };
-
   // ── The turns ──
-  const id = rerunId(header.id, options.update?.dataDir);
   let counter = 0;
   let clock = header.createdAtMs;
   const session = await harness.createSession({ cwd, id, parent: { sessionId: header.id, seq: 0 }, newId: () => `m${++counter}`, now: () => clock++ });
-  const produced: AnySessionEvent[] = [];
+  const produced = root.produced;
   const turns: { turn: number; reason?: string; recorded?: string; same: boolean; calls: number }[] = [];
   try {
     for (const turnPlan of plans) {
@@ -365,6 +507,11 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
         signal: controller.signal,
         ...(config ? { provider: config.provider, model: config.model, ...(config.reasoningEffort ? { reasoningEffort: config.reasoningEffort } : {}) } : {}),
       })) {
+        if (event.origin !== undefined) {
+          // A subagent's event: it belongs to the session of its last hop.
+          nodes.get(event.origin.at(-1)!)?.produced.push(event);
+          continue;
+        }
         produced.push(event);
         if (event.type === 'turn/end') reason = event.data.reason;
       }
@@ -383,8 +530,8 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
     undo();
   }
 
-  const left = calls.slice(cursor);
-  if (left.length > 0) divergences.push(`${left.length} recorded model call(s) never requested: ${left.map(where).join(', ')}`);
+  const left = calls.slice(root.cursor);
+  if (left.length > 0) divergences.push(`${left.length} recorded model call(s) never requested: ${left.map((call) => where(call)).join(', ')}`);
   if (summaryCursor < summaries.length)
     divergences.push(`${summaries.length - summaryCursor} recorded compaction summar${summaries.length - summaryCursor === 1 ? 'y was' : 'ies were'} never requested`);
   for (const fault of faults)
@@ -393,6 +540,19 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
         `fault on call ${fault.call} (${describeFault(fault)}) was never injected: ${fault.call > calls.length ? `the recording has ${calls.length} calls` : 'the call was not requested'}`,
       );
   divergences.push(...compareMessages(events, produced), ...compareToolResults(events, produced));
+  // Each subagent: its calls all served, its messages, results and turn ends as recorded.
+  for (const node of nodes.values()) {
+    if (node === root) continue;
+    const rest = node.calls.slice(node.cursor);
+    if (rest.length > 0) divergences.push(`${node.label}${rest.length} recorded model call(s) never requested: ${rest.map((call) => where(call, node)).join(', ')}`);
+    divergences.push(...compareMessages(node.recording.events, node.produced).map((d) => node.label + d), ...compareToolResults(node.recording.events, node.produced).map((d) => node.label + d));
+    const ends = (list: readonly AnySessionEvent[]) => list.filter((e) => e.type === 'turn/end').map((e) => (e as SessionEvent<'turn/end'>).data.reason);
+    const recordedEnds = ends(node.recording.events);
+    const rerunEnds = ends(node.produced);
+    if (recordedEnds.length !== rerunEnds.length || recordedEnds.some((reason, i) => !sameEnd(reason, rerunEnds[i])))
+      divergences.push(`${node.label}turns ended ${rerunEnds.join(', ') || '(none)'}; the recording says ${recordedEnds.join(', ') || '(none)'}`);
+  }
+  for (const child of recordings.slice(1)) if (!rerunChildren.has(child)) divergences.push(`the recorded subagent ${child.header.id} was never re-run (no call spawned it)`);
 
   let fork: CassetteReport['fork'];
   const rerunJournal = { id: session.id, path: session.path };
@@ -405,9 +565,10 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
   return {
     same: divergences.length === 0,
     recording: { id: header.id, path: input.path, imported },
-    calls: { recorded: calls.length, served, compared, comparedOnHeader, diverged: divergedCalls.size, injected: injected.length },
+    calls: { recorded: everyCall.length, served, compared, comparedOnHeader, diverged: divergedCalls.size, injected: injected.length },
     compactions: { recorded: summaries.length, served: summaryCursor },
-    toolResults: { recorded: events.filter((event) => event.type === 'tool/result').length, served: toolsServed, rerun: toolsRerun },
+    toolResults: { recorded: recordings.reduce((n, r) => n + r.events.filter((event) => event.type === 'tool/result').length, 0), served: toolsServed, rerun: toolsRerun },
+    subagents: { recorded: childCount, rerun: nodes.size - 1 },
     turns,
     faults: injected,
     divergences,
@@ -415,6 +576,19 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
     rerun: rerunJournal,
     ...(fork ? { fork } : {}),
   };
+}
+
+/** A re-run session's header, from the harness's store. */
+async function rerunHeader(harness: Harness, sessionId: string): Promise<SessionHeader | undefined> {
+  try {
+    for await (const lines of harness.store.read(sessionId, { toSeq: 0 })) {
+      const first = lines[0];
+      if (first !== undefined) return JSON.parse(first.text) as SessionHeader;
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
 }
 
 /** The re-run's session id: `<recorded>.cassette`, or the first free `<recorded>.update-N` in the update's data directory. */
@@ -637,7 +811,7 @@ export function formatCassetteReport(
   const compactions = report.compactions.recorded ? `, ${report.compactions.served}/${report.compactions.recorded} compaction summaries` : '';
   lines.push(
     c.dim(
-      `  calls: ${calls.recorded} recorded, ${calls.served} served, ${calls.compared} compared on the whole request${calls.comparedOnHeader ? `, ${calls.comparedOnHeader} on the header only` : ''}, ${calls.diverged} diverged, ${calls.injected} injected${compactions}; tool results: ${toolResults.served} served, ${toolResults.rerun} re-run (${toolResults.recorded} recorded)`,
+      `  calls: ${calls.recorded} recorded, ${calls.served} served, ${calls.compared} compared on the whole request${calls.comparedOnHeader ? `, ${calls.comparedOnHeader} on the header only` : ''}, ${calls.diverged} diverged, ${calls.injected} injected${compactions}; tool results: ${toolResults.served} served, ${toolResults.rerun} re-run (${toolResults.recorded} recorded)${report.subagents.recorded ? `; subagents: ${report.subagents.rerun} of ${report.subagents.recorded} re-run` : ''}`,
     ),
   );
   if (report.same) lines.push(`${c.green('same')} ${c.dim('every request, reply, tool result, approval and turn end matches the recording')}`);

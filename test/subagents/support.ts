@@ -1,7 +1,9 @@
 /** Harnesses for the subagent tests: the scripted model, approvals, token meter and the subagents plugin. */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { defineTool, readJournal, readJournalHeader, z, type AnySessionEvent, type Harness, type SessionHeader } from '../../runtime/index.ts';
-import { plugin, scriptedHarness, type JsonScriptLike } from '../agent/support.ts';
+import { createHarness, readJournal, readJournalHeader, type AnySessionEvent, type Harness, type HarnessConfig, type PluginSpec, type SessionHeader } from '../../runtime/index.ts';
+import { plugin, tempDir, type JsonScriptLike } from '../agent/support.ts';
+import { makeTestTools } from './test-tools.ts';
 
 export { collect, ofType, plugin } from '../agent/support.ts';
 
@@ -21,31 +23,31 @@ export const delegation: JsonScriptLike = {
   ],
 };
 
-export async function subagentHarness(script: JsonScriptLike, options: { maxDepth?: number; ran?: string[] } = {}): Promise<Harness & { dir: string }> {
-  const ran = options.ran ?? [];
-  return await scriptedHarness(script, {
-    plugins: [{ module: plugin('token-meter') }, { module: plugin('subagents'), ...(options.maxDepth !== undefined ? { config: { maxDepth: options.maxDepth } } : {}) }],
-    tools: [
-      defineTool({
-        name: 'poke',
-        description: 'Writes a value.',
-        input: z.object({ key: z.string(), value: z.string() }),
-        permission: 'write',
-        execute: ({ key, value }) => {
-          ran.push(`poke:${key}=${value}`);
-          return `poked ${key}`;
-        },
-      }),
-      defineTool({
-        name: 'wait',
-        description: 'Waits until aborted.',
-        input: z.object({}),
-        permission: 'read',
-        timeoutMs: 0,
-        execute: (_input, context) => new Promise<string>((resolve) => context.signal.addEventListener('abort', () => resolve('stopped'), { once: true })),
-      }),
+/** The tools the scripts call (test-tools.ts), recording into `ran`. */
+export function testTools(ran: string[] = []): PluginSpec {
+  return { plugin: makeTestTools(ran) };
+}
+
+/** A config: the scripted model serving `script` (a file in `dir`) as scripted/test, approvals, token meter, subagents and the test tools. */
+export function subagentConfig(script: JsonScriptLike, dir: string, options: { maxDepth?: number; ran?: string[] } = {}): HarnessConfig {
+  const scriptPath = join(dir, 'script.json');
+  writeFileSync(scriptPath, JSON.stringify(script));
+  return {
+    defaults: { provider: 'scripted', model: 'test' },
+    plugins: [
+      { module: plugin('llm-scripted'), config: { scripts: { test: scriptPath } } },
+      { module: plugin('approvals') },
+      { module: plugin('token-meter') },
+      { module: plugin('subagents'), ...(options.maxDepth !== undefined ? { config: { maxDepth: options.maxDepth } } : {}) },
+      testTools(options.ran),
     ],
-  });
+  };
+}
+
+export async function subagentHarness(script: JsonScriptLike, options: { maxDepth?: number; ran?: string[] } = {}): Promise<Harness & { dir: string; config: HarnessConfig }> {
+  const dir = tempDir('harness-subagents-');
+  const harness = await createHarness({ dataDir: join(dir, 'data'), config: subagentConfig(script, dir, options) });
+  return Object.assign(harness, { dir });
 }
 
 export function journalOf(harness: Harness, id: string): string {
