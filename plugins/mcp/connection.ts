@@ -15,7 +15,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { type CallToolResult, McpError, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, McpError, type Progress, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { HarnessError } from '../../runtime/index.ts';
 import type { McpServerConfig, RestartConfig } from './config.ts';
 
@@ -101,12 +101,13 @@ export class McpConnection {
   }
 
   /**
-   * Calls a tool. Resolves with the server's result (its `isError` included).
+   * Calls a tool. Resolves with the server's result (its `isError` included); `onProgress` hears the
+   * server's `notifications/progress` for the call.
    * @throws HarnessError `MCP_SERVER_UNAVAILABLE` (not up within `connectTimeoutMs`), `MCP_SERVER_LOST`
    * (the connection broke during the call; a restart follows), `MCP_CALL_FAILED` (the server answered
    * with a JSON-RPC error); the abort reason when `signal` fired.
    */
-  async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> {
+  async callTool(name: string, args: Record<string, unknown>, signal: AbortSignal, onProgress?: (progress: Progress) => void): Promise<CallToolResult> {
     const client = await this.readyClient(signal);
     // The SDK never unhooks its abort listener: an abort after the answer would send a stray
     // `notifications/cancelled`. So the SDK gets a signal of its own, linked only while the call runs.
@@ -115,7 +116,12 @@ export class McpConnection {
     signal.addEventListener('abort', forward, { once: true });
     let result: CallToolResult;
     try {
-      result = (await client.callTool({ name, arguments: args }, undefined, { signal: pending.signal, timeout: NO_TIMEOUT_MS })) as CallToolResult;
+      result = (await client.callTool({ name, arguments: args }, undefined, {
+        signal: pending.signal,
+        timeout: NO_TIMEOUT_MS,
+        // With a handler the SDK sends a progressToken, so the server may report progress.
+        ...(onProgress ? { onprogress: onProgress } : {}),
+      })) as CallToolResult;
     } catch (error) {
       // Was it the call, or the server? Either way the turn gets a result; a dead or hung server is restarted.
       void this.checkHealth(client);

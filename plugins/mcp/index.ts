@@ -8,7 +8,7 @@
  *   permission `read` (the server's `readOnlyHint: true`) or `write`, unless the config says otherwise.
  *   Calls go through the agent loop like any tool: approval, then `tools/execute` with the central
  *   close-out (timeout, head-kept truncation, errors as results). Text, image and resource results
- *   become content blocks (tools.ts).
+ *   become content blocks (tools.ts); the server's progress notifications are the call's live output.
  * - A server that crashes or hangs makes its calls fail (`MCP_SERVER_LOST`, `TIMEOUT`) and is
  *   restarted with backoff (connection.ts); a call while it restarts waits up to `connectTimeoutMs`.
  * - `notifications/tools/list_changed` re-lists the tools and swaps the registrations in one step;

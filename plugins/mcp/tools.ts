@@ -98,7 +98,10 @@ export function mcpToolDefinition(connection: McpConnection, tool: Tool): ToolDe
     ...(config.timeoutMs === undefined ? {} : { timeoutMs: config.timeoutMs }),
     ...(config.maxOutputChars === undefined ? {} : { maxOutputChars: config.maxOutputChars }),
     async execute(input, context) {
-      return toToolOutput(await connection.callTool(tool.name, input, context.signal));
+      // Progress the server reports is shown live (streamed output); the result is what it returns.
+      const onProgress = (p: { progress: number; total?: number; message?: string }) =>
+        context.output(`[progress ${p.progress}${p.total === undefined ? '' : `/${p.total}`}]${p.message ? ` ${p.message}` : ''}\n`);
+      return toToolOutput(await connection.callTool(tool.name, input, context.signal, onProgress));
     },
   });
 }

@@ -40,6 +40,7 @@ describe('mcp: tools of real servers over stdio and Streamable HTTP', { timeout:
           };
         }
         if (context.prompt === 'media') return { toolCalls: [{ name: 'local__media' }, { name: 'remote__fail' }] };
+        if (context.prompt === 'progress') return { toolCalls: [{ name: 'remote__progress', arguments: { steps: 3 } }] };
         if (context.prompt === 'bad arguments') return { toolCalls: [{ name: 'remote__echo', arguments: { text: 42 } }] };
         return { text: 'no tools' };
       },
@@ -127,6 +128,13 @@ describe('mcp: tools of real servers over stdio and Streamable HTTP', { timeout:
     expect(media!.code).toBeUndefined();
     expect(fail!.code).toBe('TOOL_REPORTED_ERROR');
     expect(resultText(fail!)).toBe('it went wrong');
+  });
+
+  it('progress the server reports is the call’s live output; the result is what it returns', async () => {
+    const turn = await runTurn(harness, 'progress');
+    const output = turn.events.filter((e): e is SessionEvent<'tool/output'> => e.type === 'tool/output').map((e) => e.data.text);
+    expect(output).toEqual(['[progress 1/3] step 1\n', '[progress 2/3] step 2\n', '[progress 3/3] step 3\n']);
+    expect(results(turn.events).map((r) => [r.code, resultText(r)])).toEqual([[undefined, 'done in 3 steps']]);
   });
 
   it('arguments the server refuses come back as a failed result, and the server keeps serving', async () => {

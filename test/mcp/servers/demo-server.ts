@@ -12,6 +12,7 @@
  *   `notifications/tools/list_changed`.
  * - `media`: a text, an image and an embedded text resource, to check the mapping to content blocks.
  * - `fail`: a tool result with `isError: true`.
+ * - `progress` (read-only): `{ steps }` → a `notifications/progress` per step, then "done".
  */
 import { appendFileSync } from 'node:fs';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -66,6 +67,13 @@ export function buildDemoServer(transport: 'stdio' | 'http'): McpServer {
       { type: 'resource_link', uri: 'file:///notes/other.txt', name: 'other.txt' },
     ],
   }));
+  server.registerTool('progress', { description: 'Reports progress.', inputSchema: { steps: z.number().int().positive() }, annotations: { readOnlyHint: true } }, async ({ steps }, extra) => {
+    const progressToken = extra._meta?.progressToken;
+    for (let step = 1; step <= steps && progressToken !== undefined; step++) {
+      await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: step, total: steps, message: `step ${step}` } });
+    }
+    return { content: [{ type: 'text', text: `done in ${steps} steps` }] };
+  });
   server.registerTool('fail', { description: 'Always fails.', annotations: { readOnlyHint: true } }, async () => ({ content: [{ type: 'text', text: 'it went wrong' }], isError: true }));
   return server;
 }
