@@ -17,7 +17,8 @@
  * Content (prompts, completions, tool arguments and results) is added only with `captureContent`.
  *
  * A journal that stops inside a turn (a crash not yet repaired) gets its open spans ended at its last
- * event by {@link SessionTracer.close}, with `error.type` `INCOMPLETE`.
+ * event by {@link SessionTracer.close}, with `error.type` `INCOMPLETE`. An event recorded earlier
+ * than the one before it (a clock that stepped back) is taken at the time before it.
  */
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type HrTime, type Span, type Tracer } from '@opentelemetry/api';
 import {
@@ -118,6 +119,9 @@ export class SessionTracer {
 
   /** Takes the session's next event. Never throws for an event it does not know (it is skipped). */
   push(event: AnySessionEvent): void {
+    // Times never go back (a wall clock stepped back while recording, a journal stitched from
+    // elsewhere): a child span never starts before its parent, no span ends before it starts.
+    if (event.atMs < this.lastAtMs) event = { ...event, atMs: this.lastAtMs } as AnySessionEvent;
     this.lastAtMs = event.atMs;
     if (event.type === 'assistant/chunk') {
       this.chunk(event as SessionEvent<'assistant/chunk'>);
@@ -153,7 +157,7 @@ export class SessionTracer {
         return;
       }
       case 'request/snapshot': {
-        const call = this.openCall(event.atMs);
+        const call = this.openCall(event.atMs, true);
         if (call !== undefined && recorded?.ok) call.request = { ...(recorded.request.system === undefined ? {} : { system: recorded.request.system }), messages: recorded.request.messages };
         return;
       }
@@ -250,10 +254,15 @@ export class SessionTracer {
     return state;
   }
 
-  /** The open model call of the current step, begun at the step's call start if it is new. */
-  private openCall(atMs: number): CallState | undefined {
+  /**
+   * The open model call of the current step, begun at the step's call start if it is new. `streaming`:
+   * for a chunk or a request snapshot, which after a finished call belong to the next call (a call
+   * retried without an `llm/retry`, e.g. after a compaction).
+   */
+  private openCall(atMs: number, streaming = false): CallState | undefined {
     const step = this.turn?.step;
     if (step === undefined) return undefined;
+    if (streaming && step.call?.finish !== undefined) this.endCall(step, atMs);
     if (step.call === undefined) {
       step.attemptCount++;
       step.call = { startMs: Math.min(step.callStartMs, atMs), attempt: step.attemptCount };
@@ -266,7 +275,7 @@ export class SessionTracer {
     // A chunk of a step this tracer did not see start (it was loaded mid-turn) is not traced.
     const step = this.turn?.step;
     if (step === undefined || step.step !== event.data.step || this.turn!.turn !== event.data.turn) return;
-    const call = this.openCall(event.atMs);
+    const call = this.openCall(event.atMs, true);
     if (call === undefined) return;
     if (chunk.type === 'finish') {
       call.finish = chunk.finish;
