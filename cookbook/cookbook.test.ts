@@ -20,6 +20,18 @@ describe('cookbook examples', { timeout: 120_000 }, () => {
     expect(result.journaled).toBe(3);
   });
 
+  it('redaction: a secret split across deltas is masked in the answer, the journal and the next request; the conformance kit passes it', async () => {
+    const { main, LEAKED } = await import('./redaction.ts');
+    const result = await main();
+    expect(result.answer).toBe('Your key is [redacted], keep it safe.');
+    expect(result.answer).not.toContain(LEAKED);
+    expect(result.journalHasSecret).toBe(false);
+    expect(result.requestCount).toBeGreaterThan(0);
+    expect(result.requestHasSecret).toBe(false);
+    expect(result.report.violations).toEqual([]);
+    expect(result.report.ok).toBe(true);
+  });
+
   it('llm-adapter: an OpenAI-compatible provider by config, against the fixture server, through the real SDK', async () => {
     const { main } = await import('./llm-adapter.ts');
     const result = await main();

@@ -4,7 +4,8 @@
  * - the scripted model with inline scripts (`scriptedModel`, `compileTestScript`);
  * - a harness for a test and one turn on it (`createTestHarness`, `runTurn`, `allowAll`);
  * - a loopback provider server on 127.0.0.1 that serves recorded SSE bodies byte for byte to the
- *   real `openai` / `@anthropic-ai/sdk` clients (`startFixtureServer` and its body helpers).
+ *   real `openai` / `@anthropic-ai/sdk` clients (`startFixtureServer` and its body helpers);
+ * - the conformance kit for `llm/stream` middleware (`checkMiddleware`).
  *
  * ```ts
  * import { createTestHarness, runTurn } from 'harness-runtime/testing';
@@ -34,4 +35,12 @@ export {
   type WrapMode,
 } from './fixture-server.ts';
 export type { JsonScript, ScriptContext, ScriptFunction, ScriptReply, ScriptToolCall } from '../plugins/llm-scripted/index.ts';
+export {
+  checkMiddleware,
+  type CheckMiddlewareOptions,
+  type MiddlewareInvariant,
+  type MiddlewareReport,
+  type MiddlewareViolation,
+  type StreamMiddleware,
+} from './check-middleware.ts';
 export { expectCassette, type CassetteReport, type RunCassetteOptions, type Fault } from './cassette.ts';
