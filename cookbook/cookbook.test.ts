@@ -172,6 +172,20 @@ describe('cookbook examples', { timeout: 120_000 }, () => {
     expect(result.answer).toBe('journal: the append-only list of events a session is; its state is a fold over them\nadded "fiber" (3 terms)');
   });
 
+  it('subagents: run_subagent spawns a linked child, its write asked once with its origin, usage rolled up, a cassette of both same', async () => {
+    const { main } = await import('./subagents.ts');
+    const result = await main();
+    expect(result.answer).toBe('Done: the subagent wrote notes/expenses.md.');
+    const parentId = result.child.id.slice(0, -'.sub1'.length);
+    expect(result.child.parentSession).toEqual({ sessionId: parentId, callId: expect.any(String), depth: 1 });
+    expect(result.asked).toEqual([{ name: 'write_file', sessionId: result.child.id, origin: [result.child.id] }]);
+    expect(result.childLines).toEqual([`[${result.child.id}] read_file`, `[${result.child.id}] write_file`]);
+    expect(result.summary).toBe('# Expenses\n\ngroceries 19.60\ntransport 2.80\nbooks 18.00\n');
+    expect(result.tokens.child).toBeGreaterThan(0);
+    expect(result.tokens.rolledUp).toBe(result.tokens.parent + result.tokens.child);
+    expect(result.cassette).toEqual({ same: true, subagents: { recorded: 1, rerun: 1 } });
+  });
+
   it('an example runs on its own with tsx, as its page says', () => {
     const root = fileURLToPath(new URL('..', import.meta.url));
     const run = spawnSync(process.execPath, ['--import', 'tsx', 'cookbook/hot-reload.ts'], { cwd: root, encoding: 'utf8', timeout: 90_000 });

@@ -183,13 +183,17 @@ function pickModel(modelId: string | undefined, parentProvider: string | undefin
   return { provider: parentProvider, model: modelId ?? parentModel };
 }
 
-/** The event types are process-wide; generations (a reload) and harnesses share one registration. */
-let eventTypeUsers = 0;
-let disposeEventTypes: (() => void)[] = [];
+/**
+ * The event types are process-wide (one registry), while each harness or reload may load its own
+ * generation of this module: the count of users lives on `globalThis`, shared by every generation.
+ */
+const USERS = Symbol.for('harness.subagents.event-types');
 function useEventTypes(ctx: Pick<PluginContext, 'onDispose'>): void {
-  if (eventTypeUsers++ === 0) disposeEventTypes = SUBAGENT_EVENT_TYPES.map((type) => registerEventType(type, { ignorable: true }));
+  const global = globalThis as { [USERS]?: { count: number; dispose: (() => void)[] } };
+  const users = (global[USERS] ??= { count: 0, dispose: [] });
+  if (users.count++ === 0) users.dispose = SUBAGENT_EVENT_TYPES.map((type) => registerEventType(type, { ignorable: true }));
   ctx.onDispose(() => {
-    if (--eventTypeUsers === 0) for (const dispose of disposeEventTypes.splice(0)) dispose();
+    if (--users.count === 0) for (const dispose of users.dispose.splice(0)) dispose();
   });
 }
 
@@ -239,7 +243,7 @@ export default definePlugin({
         if (!context.signal.aborted) throw error;
       }
       const end: SubagentEnd = { turn: context.turn ?? 0, step: context.step ?? 0, callId: context.callId, childSessionId: handle.sessionId, childTurn, reason, usage, closed: close };
-      await session.append('subagent/end', end);
+      await session.append('subagent/end', end, { ignorable: true });
       if (reason === 'aborted') throw new HarnessError('ABORTED', `Subagent ${handle.sessionId} was aborted.`);
       if (reason !== 'completed' && reason !== 'max-tokens') {
         throw new HarnessError(failure?.code ?? 'SUBAGENT_FAILED', `Subagent ${handle.sessionId}'s turn ended "${reason}"${failure ? `: ${failure.message}` : ''}.`);
@@ -286,17 +290,21 @@ export default definePlugin({
             const runner = subagentRunner(ctx, session, { maxDepth: config.maxDepth, ...(context.config ? { provider: context.config.provider, model: context.config.model } : {}) });
             const handle = await runner.spawn({ ...(input.model ? { modelId: input.model } : {}), callId: context.callId });
             const keep = input.keep === true;
-            await session.append('subagent/spawn', {
-              turn: context.turn ?? 0,
-              step: context.step ?? 0,
-              callId: context.callId,
-              childSessionId: handle.sessionId,
-              depth: handle.depth,
-              provider: handle.provider,
-              model: handle.model,
-              mode: keep ? 'long-lived' : 'one-shot',
-              ...(input.description ? { description: input.description } : {}),
-            });
+            await session.append(
+              'subagent/spawn',
+              {
+                turn: context.turn ?? 0,
+                step: context.step ?? 0,
+                callId: context.callId,
+                childSessionId: handle.sessionId,
+                depth: handle.depth,
+                provider: handle.provider,
+                model: handle.model,
+                mode: keep ? 'long-lived' : 'one-shot',
+                ...(input.description ? { description: input.description } : {}),
+              },
+              { ignorable: true },
+            );
             if (keep) kept.set(handle.sessionId, { handle, parentId: session.id });
             const { text } = await driveTurn(handle, input.prompt, context, !keep);
             return keep ? `${text}\n\n[subagent ${handle.sessionId} is kept: send it more with input_subagent]` : text;
@@ -323,7 +331,7 @@ export default definePlugin({
               const mine = [...kept].filter(([, e]) => e.parentId === session.id).map(([id]) => id);
               throw new HarnessError('UNKNOWN_SUBAGENT', `No kept subagent "${input.subagentId}" in this session. Kept: ${mine.join(', ') || 'none'} (start one with run_subagent { keep: true }).`);
             }
-            await session.append('subagent/input', { turn: context.turn ?? 0, step: context.step ?? 0, callId: context.callId, childSessionId: input.subagentId });
+            await session.append('subagent/input', { turn: context.turn ?? 0, step: context.step ?? 0, callId: context.callId, childSessionId: input.subagentId }, { ignorable: true });
             const close = input.close === true;
             if (close) kept.delete(input.subagentId);
             const { text } = await driveTurn(entry.handle, input.prompt, context, close);

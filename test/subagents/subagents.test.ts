@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ApprovalRequest, ForwardedEvent, Harness, TokenUsage } from '../../runtime/index.ts';
 import { collect, delegation, journalOf, ofType, readAll, subagentHarness } from './support.ts';
@@ -82,7 +83,7 @@ describe('run_subagent', () => {
     expect(result.usage).toEqual({ inputTokens: 350, outputTokens: 35 });
   });
 
-  it('with no approver the child tool call is denied (and the child still answers)', async () => {
+  it('an approver that throws for the child denies its call (and the child still answers)', async () => {
     const ran: string[] = [];
     harness = await subagentHarness(delegation, { ran });
     const parent = await harness.createSession({ cwd: harness.dir });
@@ -154,6 +155,45 @@ describe('run_subagent', () => {
     const c = meter.session(child).totals;
     expect(c.outputTokens).toBeGreaterThan(g.outputTokens!);
     expect(meter.session(parent.id).totals.outputTokens).toBeGreaterThan(c.outputTokens!);
+  });
+
+  it('keeps a long-lived subagent that input_subagent drives with further prompts', async () => {
+    const longLived = {
+      replies: [
+        { when: { userIncludes: 'child task one' }, reply: { text: 'ONE' } },
+        { when: { userIncludes: 'child task two' }, reply: { text: 'TWO' } },
+        { when: { userIncludes: 'delegate', step: 1 }, reply: { toolCalls: [{ name: 'run_subagent', arguments: { prompt: 'child task one', keep: true } }] } },
+        { when: { userIncludes: 'delegate', step: 2 }, reply: { toolCalls: [{ name: 'input_subagent', arguments: { subagentId: 'SUB', prompt: 'child task two', close: true } }] } },
+        { when: { userIncludes: 'delegate', step: 3 }, reply: { toolCalls: [{ name: 'input_subagent', arguments: { subagentId: 'SUB', prompt: 'child task three' } }] } },
+        { when: { userIncludes: 'delegate', step: 4 }, reply: { text: 'PARENT_DONE' } },
+      ],
+    };
+    harness = await subagentHarness(longLived);
+    const parent = await harness.createSession({ cwd: harness.dir });
+    // The script names the child by the id the plugin gives it.
+    const script = JSON.stringify(longLived).replaceAll('SUB', `${parent.id}.sub1`);
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(harness.dir, 'script.json'), script);
+    await harness.host.reload('llm-scripted');
+    const result = await parent.prompt('delegate this', { approve: () => 'allow' });
+    expect(result.text).toBe('PARENT_DONE');
+    const own = await readAll(parent.path);
+    const results = ofType(own.events, 'tool/result').map((e) => [e.data.code, JSON.stringify(e.data.message.content)]);
+    expect(results[0]![1]).toContain('ONE');
+    expect(results[0]![1]).toContain(`subagent ${parent.id}.sub1 is kept`);
+    expect(results[1]).toEqual([undefined, expect.stringContaining('TWO')]);
+    // Closed after its second turn: a third prompt is refused.
+    expect(results[2]![0]).toBe('UNKNOWN_SUBAGENT');
+    expect(ofType(own.events, 'subagent/input').map((e) => e.data.childSessionId)).toEqual([`${parent.id}.sub1`]);
+    const child = await readAll(journalOf(harness, `${parent.id}.sub1`));
+    expect(ofType(child.events, 'turn/end').map((e) => [e.data.turn, e.data.reason])).toEqual([
+      [1, 'completed'],
+      [2, 'completed'],
+    ]);
+    expect(ofType(own.events, 'subagent/end').map((e) => [e.data.childTurn, e.data.closed])).toEqual([
+      [1, false],
+      [2, true],
+    ]);
   });
 
   it('aborting the parent mid-child ends both journals aborted', async () => {
