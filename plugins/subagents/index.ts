@@ -190,7 +190,8 @@ function pickModel(modelId: string | undefined, parentProvider: string | undefin
 const USERS = Symbol.for('harness.subagents.event-types');
 function useEventTypes(ctx: Pick<PluginContext, 'onDispose'>): void {
   const global = globalThis as { [USERS]?: { count: number; dispose: (() => void)[] } };
-  const users = (global[USERS] ??= { count: 0, dispose: [] });
+  global[USERS] ??= { count: 0, dispose: [] };
+  const users = global[USERS];
   if (users.count++ === 0) users.dispose = SUBAGENT_EVENT_TYPES.map((type) => registerEventType(type, { ignorable: true }));
   ctx.onDispose(() => {
     if (--users.count === 0) for (const dispose of users.dispose.splice(0)) dispose();
