@@ -1,17 +1,20 @@
 #!/usr/bin/env node
 // Builds the session viewer (viewer/, Vite) into dist/viewer/, which plugins/serve serves at /viewer/.
-// `npm run build` runs it after tsc. `--if-stale` (the viewer tests) skips the build when
-// dist/viewer/index.html is newer than every viewer source (and the lock file). Concurrent callers
-// (test files in parallel workers) take turns through a lock directory, so one build runs at a time.
+// `npm run build` runs it after tsc. `--out <dir>` builds elsewhere (the viewer tests build their own
+// copy, so a concurrent `npm run build` that empties dist/ cannot pull the page from under them).
+// `--if-stale` skips the build when <out>/index.html is newer than every viewer source (and the lock
+// file); concurrent callers (test files in parallel workers) take turns through a lock directory.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const page = join(root, 'dist', 'viewer', 'index.html');
-const lock = join(root, 'dist', '.viewer-build-lock');
+const outFlag = process.argv.indexOf('--out');
+const out = outFlag > 0 ? resolve(process.argv[outFlag + 1]) : join(root, 'dist', 'viewer');
+const page = join(out, 'index.html');
+const lock = `${out}.build-lock`;
 
 function* files(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -29,7 +32,7 @@ function fresh() {
 
 function build() {
   const vite = join(dirname(createRequire(import.meta.url).resolve('vite/package.json')), 'bin', 'vite.js');
-  const result = spawnSync(process.execPath, [vite, 'build', '--config', join(root, 'viewer', 'vite.config.ts')], { stdio: 'inherit', cwd: root });
+  const result = spawnSync(process.execPath, [vite, 'build', '--config', join(root, 'viewer', 'vite.config.ts'), '--outDir', out, '--emptyOutDir'], { stdio: 'inherit', cwd: root });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
@@ -38,7 +41,7 @@ if (!process.argv.includes('--if-stale')) {
   process.exit(0);
 }
 if (fresh()) process.exit(0);
-mkdirSync(join(root, 'dist'), { recursive: true });
+mkdirSync(dirname(out), { recursive: true });
 const until = Date.now() + 120_000;
 for (;;) {
   try {

@@ -26,7 +26,7 @@ export { ApprovalDesk, type PendingApproval, type ApprovalReply } from './approv
 export { EventQueue } from './tail.ts';
 export { TurnQueue, TURN_QUEUE, type TurnQueueOptions, type QueuedTurn } from './queue.ts';
 export { buildApp, errorBody, statusOf, type HttpOptions } from './http.ts';
-export { addViewerRoutes, defaultViewerDir, VIEWER_CSP } from './viewer.ts';
+export { addViewerRoutes, defaultViewerDir, VIEWER_CSP, VIEWER_DIR_ENV } from './viewer.ts';
 
 /** The environment variable a server's bearer token is read from (else one is generated). */
 export const TOKEN_ENV = 'HARNESS_SERVE_TOKEN';

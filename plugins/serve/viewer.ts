@@ -39,11 +39,17 @@ const TYPES: Readonly<Record<string, string>> = {
   '.png': 'image/png',
 };
 
+/** The environment variable naming another built viewer to serve (a folder with its index.html). */
+export const VIEWER_DIR_ENV = 'HARNESS_VIEWER_DIR';
+
 /**
- * The built viewer of this package: `<package>/dist/viewer`, whether this module runs from the
- * sources (`<package>/plugins/serve/`) or from the build (`<package>/dist/plugins/serve/`).
+ * The built viewer to serve: `$HARNESS_VIEWER_DIR` when set, else this package's `dist/viewer`,
+ * whether this module runs from the sources (`<package>/plugins/serve/`) or from the build
+ * (`<package>/dist/plugins/serve/`).
  */
 export function defaultViewerDir(): string {
+  const given = process.env[VIEWER_DIR_ENV];
+  if (given) return resolve(given);
   const up = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
   const root = basename(up) === 'dist' ? dirname(up) : up;
   return join(root, 'dist', 'viewer');

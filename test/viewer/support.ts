@@ -71,11 +71,17 @@ export function priced(usage: { inputTokens?: number; outputTokens?: number }): 
   return usd < 0.01 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`;
 }
 
-/** Builds dist/viewer when a viewer source is newer than it (once, whatever the number of callers). */
+/**
+ * The tests' own build of the viewer: the same build as dist/viewer, in a folder no `npm run build`
+ * (the package test packs one) empties while a test serves it.
+ */
+export const VIEWER_DIR = join(SHOTS, 'dist');
+
+/** Builds the viewer into {@link VIEWER_DIR} when a source is newer than it (once, whatever the number of callers). */
 export function ensureViewerBuilt(): void {
-  const result = spawnSync(process.execPath, [join(root, 'scripts', 'build-viewer.mjs'), '--if-stale'], { cwd: root, encoding: 'utf8' });
+  const result = spawnSync(process.execPath, [join(root, 'scripts', 'build-viewer.mjs'), '--if-stale', '--out', VIEWER_DIR], { cwd: root, encoding: 'utf8' });
   expect(result.status, `${result.stdout}${result.stderr}`).toBe(0);
-  expect(existsSync(join(root, 'dist', 'viewer', 'index.html'))).toBe(true);
+  expect(existsSync(join(VIEWER_DIR, 'index.html'))).toBe(true);
 }
 
 export interface Served {
@@ -127,7 +133,7 @@ export async function serveViewer(options: { paceMs?: number; readOnly?: boolean
     }),
   );
   const turns = new TurnService(harness, { approvalPolicy: 'always-ask', approvalTimeoutMs: 60_000, cwd: workspace });
-  const app = buildApp(turns, { token: TOKEN, maxBodyBytes: 1024 * 1024, ...(options.readOnly ? { readOnly: true } : {}) });
+  const app = buildApp(turns, { token: TOKEN, maxBodyBytes: 1024 * 1024, viewerDir: VIEWER_DIR, ...(options.readOnly ? { readOnly: true } : {}) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
   return {

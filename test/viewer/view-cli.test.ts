@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bin, cleanEnv, dshRoot, harness, tempDir } from '../cli/support.ts';
-import { ensureViewerBuilt, launchBrowser, type Browser } from './support.ts';
+import { ensureViewerBuilt, launchBrowser, VIEWER_DIR, type Browser } from './support.ts';
 
 const home = tempDir('viewer-cli');
 let browser: Browser;
@@ -24,7 +24,7 @@ afterAll(async () => {
 
 describe('harness view', { timeout: 90_000 }, () => {
   it('prints a 127.0.0.1 URL with a token, serves the page and the session read-only, and stops on SIGTERM', async () => {
-    const child = spawn(process.execPath, [bin, 'view', 'fs-ed'], { env: cleanEnv({ HARNESS_HOME: home.dir }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [bin, 'view', 'fs-ed'], { env: cleanEnv({ HARNESS_HOME: home.dir, HARNESS_VIEWER_DIR: VIEWER_DIR }), stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
