@@ -204,8 +204,13 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
   program
     .command('export')
     .argument('<session>', 'session id, unique id prefix or journal path')
-    .description("write a session's journal as JSONL (the lines the file store holds, from any store) to stdout or a file")
+    .description("write a session's journal as JSONL (the lines the file store holds, from any store) to stdout or a file, or (--otel) send its OpenTelemetry spans to a collector")
     .option('-o, --output <file>', 'write to this file (created; refused if it exists) instead of stdout')
+    .option(
+      '--otel [endpoint]',
+      'send its OpenTelemetry spans and GenAI metrics, with the recorded times, to an OTLP/HTTP endpoint (default: $OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318)',
+    )
+    .option('--capture-content', 'with --otel: include prompts, completions, tool arguments and results (secrets redacted)')
     .action(async (session: string, options) => {
       const { exportCommand } = await import('./commands/export.ts');
       exit(await exportCommand(session, options, globals(), io));

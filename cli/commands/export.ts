@@ -3,11 +3,13 @@
  * stores (issue 18). A session leaves a store as its JSONL journal — the lines the file store
  * holds, byte for byte, whatever store it is in — and comes back in verbatim under its own id, so
  * export → import → export is byte-equal. The store is `--store`, else the config's `store`, else
- * the file store of the data directory.
+ * the file store of the data directory. `harness export <session> --otel [endpoint]` sends the
+ * session's OpenTelemetry spans and GenAI metrics instead (plugins/otel, issue 21), built from the
+ * journal with its recorded times.
  */
 import { closeSync, fsyncSync, linkSync, openSync, rmSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { exportSession, HarnessError, importJournal } from '../../runtime/index.ts';
+import { exportSession, HarnessError, importJournal, readJournal, readJournalHeader, storeSource } from '../../runtime/index.ts';
 import { writeAll, type Io } from '../env.ts';
 import { printable } from '../format.ts';
 import { openHarnessForReading, selfWithGlobals, sessionRef, statOf, type GlobalOptions } from '../setup.ts';
@@ -16,6 +18,10 @@ import { openHarnessForReading, selfWithGlobals, sessionRef, statOf, type Global
 export interface ExportOptions {
   /** `-o, --output <file>`: write the journal there (refused when the file exists) instead of stdout. */
   readonly output?: string;
+  /** `--otel [endpoint]`: send the session's spans over OTLP/HTTP (`true`: the OTEL_EXPORTER_OTLP_* variables, else localhost:4318). */
+  readonly otel?: string | true;
+  /** `--capture-content` (with --otel): prompts, completions, tool arguments and results too. */
+  readonly captureContent?: boolean;
 }
 
 /**
@@ -26,9 +32,14 @@ export interface ExportOptions {
  *   (checked before anything is written), `OUTPUT_EXISTS`.
  */
 export async function exportCommand(session: string, options: ExportOptions, globals: GlobalOptions, io: Io): Promise<number> {
+  if (options.otel !== undefined && options.output !== undefined) {
+    throw new HarnessError('INVALID_ARGUMENTS', '--otel sends spans to a collector and -o writes the journal to a file: use one of them.');
+  }
+  if (options.captureContent && options.otel === undefined) throw new HarnessError('INVALID_ARGUMENTS', '--capture-content only goes with --otel [endpoint].');
   const harness = await openHarnessForReading(globals, io);
   try {
     const ref = await sessionRef(session, harness);
+    if (options.otel !== undefined) return await exportOtel(harness, ref, options, io);
     if (options.output === undefined) {
       await exportSession(harness.store, ref, (text) => writeAll(io.out, text));
       return 0;
@@ -68,6 +79,36 @@ export async function exportCommand(session: string, options: ExportOptions, glo
   } finally {
     await harness.dispose();
   }
+}
+
+/**
+ * `--otel [endpoint]`: the session's spans (and metrics) through the otel plugin's SessionTracer,
+ * one `exported` line on stdout.
+ * @throws HarnessError `INVALID_ARGUMENTS` (an endpoint that is not an http(s) URL),
+ *   `OTEL_EXPORT_FAILED` (spans the collector did not take: down, refusing, too slow).
+ */
+async function exportOtel(harness: Awaited<ReturnType<typeof openHarnessForReading>>, ref: string, options: ExportOptions, io: Io): Promise<number> {
+  const endpoint = options.otel === true ? undefined : options.otel;
+  if (endpoint !== undefined && !/^https?:\/\/[^\s/]+/.test(endpoint)) {
+    throw new HarnessError('INVALID_ARGUMENTS', `--otel ${JSON.stringify(printable(endpoint))} is not an OTLP/HTTP endpoint; give its base URL, e.g. http://127.0.0.1:4318.`);
+  }
+  const { exportJournalTraces } = await import('../../plugins/otel/export.ts');
+  const file = harness.store.kind === 'file';
+  const id = file ? (await readJournalHeader(ref)).id : ref;
+  const report = await exportJournalTraces(id, readJournal(file ? ref : storeSource(harness.store, ref)), {
+    ...(endpoint === undefined ? {} : { endpoint }),
+    ...(options.captureContent ? { captureContent: true } : {}),
+  });
+  const lost = report.droppedSpanCount + report.failedSpanCount;
+  if (lost > 0 || !report.complete || (report.exportedSpanCount === 0 && report.turnCount > 0)) {
+    throw new HarnessError(
+      'OTEL_EXPORT_FAILED',
+      `Session ${id}: ${report.exportedSpanCount} span(s) reached ${report.url}, ${lost} did not${report.complete ? '' : ' (the export timed out)'}. Is the collector running there? --otel <endpoint> or OTEL_EXPORTER_OTLP_ENDPOINT names another.`,
+      { details: { sessionId: id, url: report.url, exportedSpanCount: report.exportedSpanCount, droppedSpanCount: report.droppedSpanCount, failedSpanCount: report.failedSpanCount } },
+    );
+  }
+  io.out.write(`${io.c.green('exported')} ${printable(id)}: ${report.exportedSpanCount} spans of ${report.turnCount} turn(s) → ${printable(report.url)}\n`);
+  return 0;
 }
 
 /**

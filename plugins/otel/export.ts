@@ -20,7 +20,7 @@ export interface JournalExportOptions {
   readonly metrics?: boolean;
   /** The parent of every turn span; absent: `TRACEPARENT` from the environment, else none. */
   readonly traceparent?: string;
-  /** ms the final export may take (default 30000). */
+  /** ms an export may take (default: `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10000); a dead collector costs about this much. */
   readonly timeoutMs?: number;
 }
 
@@ -41,7 +41,8 @@ const TURNS_PER_FLUSH = 20;
  * @returns what was exported, dropped or failed, and where to.
  */
 export async function exportJournalTraces(sessionId: string, events: Iterable<AnySessionEvent> | AsyncIterable<AnySessionEvent>, options: JournalExportOptions = {}): Promise<JournalExportReport> {
-  const timeoutMs = options.timeoutMs ?? 30_000;
+  const fromEnv = Number(process.env.OTEL_EXPORTER_OTLP_TIMEOUT);
+  const timeoutMs = options.timeoutMs ?? (Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv : 10_000);
   const pipeline = new OtelPipeline({
     ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
     ...(options.headers === undefined ? {} : { headers: options.headers }),
@@ -51,7 +52,7 @@ export async function exportJournalTraces(sessionId: string, events: Iterable<An
     maxQueueSize: 1_000_000,
     maxExportBatchSize: 512,
     scheduledDelayMs: 200,
-    exportTimeoutMs: Math.min(timeoutMs, 10_000),
+    exportTimeoutMs: timeoutMs,
     metricExportIntervalMs: 3_600_000,
   });
   const redactor = secrets();
@@ -73,11 +74,11 @@ export async function exportJournalTraces(sessionId: string, events: Iterable<An
     for await (const event of events) {
       tracer.push(event);
       eventCount++;
-      if (event.type === 'turn/end' && ++turnCount % TURNS_PER_FLUSH === 0) complete = (await pipeline.flush(timeoutMs)) && complete;
+      if (event.type === 'turn/end' && ++turnCount % TURNS_PER_FLUSH === 0) complete = (await pipeline.flush(2 * timeoutMs)) && complete;
     }
     tracer.close();
   } finally {
-    complete = (await pipeline.shutdown(timeoutMs)) && complete;
+    complete = (await pipeline.shutdown(2 * timeoutMs)) && complete;
   }
   return { url: tracesUrl(options.endpoint), eventCount, turnCount, complete, ...pipeline.stats() };
 }
