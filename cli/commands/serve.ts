@@ -7,10 +7,10 @@
  */
 import { resolve } from 'node:path';
 import type { Harness } from '../../runtime/index.ts';
-import servePlugin, { checkStore, checkToken, TOKEN_ENV, type ServeService, type StartOptions } from '../../plugins/serve/index.ts';
+import servePlugin, { checkToken, TOKEN_ENV, type ServeService, type StartOptions } from '../../plugins/serve/index.ts';
 import type { Io } from '../env.ts';
 import { onStop } from '../lifecycle.ts';
-import { checkWorkspace, openHarness, type GlobalOptions } from '../setup.ts';
+import { checkWorkspace, openHarness, storeName, type GlobalOptions } from '../setup.ts';
 
 export interface ServeOptions {
   readonly host?: string;
@@ -25,7 +25,6 @@ export interface ServeOptions {
 export async function serveCommand(options: ServeOptions, globals: GlobalOptions, io: Io): Promise<number> {
   const cwd = options.cwd ? checkWorkspace(resolve(options.cwd), '--cwd') : undefined;
   // What can be checked before the config loads fails first.
-  if (globals.store) checkStore(globals.store);
   checkToken();
   const harness = await openHarness(globals, io);
   try {
@@ -33,7 +32,6 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
     const start: StartOptions = {
       ...(options.host ? { host: options.host } : {}),
       ...(options.port !== undefined ? { port: options.port } : {}),
-      ...(globals.store ? { store: globals.store } : {}),
       ...(options.queue ? { queue: options.queue } : {}),
       ...(options.approve ? { approvalPolicy: options.approve } : {}),
       ...(options.approvalTimeoutMs !== undefined ? { approvalTimeoutMs: options.approvalTimeoutMs } : {}),
@@ -41,7 +39,7 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
       ...(cwd ? { cwd } : {}),
     };
     const server = await service.start(harness, start);
-    io.out.write(`harness serve: listening on ${server.url} (sessions in ${harness.dataDir})${server.queue ? '; a worker of the turn queue' : ''}\n`);
+    io.out.write(`harness serve: listening on ${server.url} (sessions in ${storeName(harness)})${server.queue ? '; a worker of the turn queue' : ''}\n`);
     if (server.tokenGenerated) io.out.write(`token: ${server.token}\n(set ${TOKEN_ENV} to choose it; send it as "Authorization: Bearer <token>")\n`);
     if (server.host !== '127.0.0.1' && server.host !== '::1')
       io.err.write(io.c.yellow(`warning: bound to ${server.host}: anyone who can reach it and has the token can run tools in your workspaces\n`));

@@ -203,9 +203,9 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
         : reply.code(202).send({ turn: await turns.submitTurn(request.params.id, request.body) }),
   );
 
-  app.post<{ Params: { id: string } }>('/v1/sessions/:id/abort', { schema: { params: sessionParams } }, async (request, reply) => reply.code(202).send(turns.abortTurn(request.params.id)));
+  app.post<{ Params: { id: string } }>('/v1/sessions/:id/abort', { schema: { params: sessionParams } }, async (request, reply) => reply.code(202).send(await turns.abortTurn(request.params.id)));
 
-  app.get<{ Params: { id: string } }>('/v1/sessions/:id/approvals', { schema: { params: sessionParams } }, async (request) => ({ approvals: turns.pendingApprovals(request.params.id) }));
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id/approvals', { schema: { params: sessionParams } }, async (request) => ({ approvals: await turns.pendingApprovals(request.params.id) }));
 
   app.post<{ Params: { id: string; callId: string }; Body: { decision: 'allow' | 'deny'; reason?: string } }>(
     '/v1/sessions/:id/approvals/:callId',
@@ -268,8 +268,9 @@ async function streamEvents(
     if (!/^\d{1,15}$/.test(text.trim())) throw new HarnessError('INVALID_LAST_EVENT_ID', 'Last-Event-ID must be the seq of an event (decimal digits).');
     after = Number(text.trim());
   }
+  await turns.requireSession(request.params.id); // SESSION_NOT_FOUND before any byte is sent
   const controller = new AbortController();
-  const events = turns.events(request.params.id, { after, signal: controller.signal }); // throws SESSION_NOT_FOUND before any byte is sent
+  const events = turns.events(request.params.id, { after, signal: controller.signal });
   let ended!: () => void;
   streams.set(controller, new Promise<void>((resolve) => (ended = resolve)));
   reply.hijack();

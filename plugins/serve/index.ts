@@ -16,12 +16,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { definePlugin, HarnessError, z, type Harness } from '../../runtime/index.ts';
+import { definePlugin, HarnessError, isFileStoreSpec, redactStoreUrl, storeScheme, z, type Harness, type JournalStore } from '../../runtime/index.ts';
 import { buildApp } from './http.ts';
 import { TurnQueue, type TurnQueueOptions } from './queue.ts';
-import { TurnService } from './turns.ts';
+import { checkServable, TurnService } from './turns.ts';
 
-export { TurnService, type TurnServiceOptions, type TurnInput, type SubmittedTurn, type SessionInfo, type SessionCost } from './turns.ts';
+export { TurnService, checkServable, type TurnServiceOptions, type TurnInput, type SubmittedTurn, type SessionInfo, type SessionCost } from './turns.ts';
 export { ApprovalDesk, type PendingApproval, type ApprovalReply } from './approvals.ts';
 export { EventQueue } from './tail.ts';
 export { TurnQueue, TURN_QUEUE, type TurnQueueOptions, type QueuedTurn } from './queue.ts';
@@ -48,8 +48,11 @@ export const serveConfigSchema = z
     approvalTimeoutMs: z.number().int().min(1).default(300_000),
     /** The approval policy of a turn that names none (default: the approvals plugin's default). */
     approvalPolicy: z.string().min(1).optional(),
-    /** Where sessions live: `file` (the JSONL store in the data directory). */
-    store: z.string().min(1).default('file'),
+    /**
+     * Deprecated, and only checked: sessions live in the harness's store (its config's `store`, or
+     * `harness --store`). A value here must name that same store.
+     */
+    store: z.string().min(1).optional(),
     /**
      * A `postgres://` URL: submitted turns become jobs in a queue in that database, run by any worker
      * sharing it (see queue.ts). Without it, a turn runs in the server that took it.
@@ -60,7 +63,7 @@ export const serveConfigSchema = z
     /** With `queue`: a job not completed this long after it was taken is taken again, s. */
     queueExpireSeconds: z.number().int().min(1).default(600),
   })
-  .default({ host: '127.0.0.1', port: 7860, maxBodyBytes: 1024 * 1024, approvalTimeoutMs: 300_000, store: 'file', queueConcurrency: 4, queueExpireSeconds: 600 });
+  .default({ host: '127.0.0.1', port: 7860, maxBodyBytes: 1024 * 1024, approvalTimeoutMs: 300_000, queueConcurrency: 4, queueExpireSeconds: 600 });
 
 export type ServeSettings = z.infer<typeof serveConfigSchema>;
 
@@ -118,7 +121,8 @@ export async function startServer(harness: Harness, settings: ServeSettings, opt
     ...settings,
     ...definedOnly(options, ['host', 'port', 'maxBodyBytes', 'approvalTimeoutMs', 'approvalPolicy', 'store', 'queue', 'queueConcurrency', 'queueExpireSeconds']),
   });
-  checkStore(merged.store);
+  checkServable(harness.store);
+  if (merged.store !== undefined) checkStoreSetting(merged.store, harness.store);
   const given = checkToken(options.token);
   const token = given ?? randomBytes(24).toString('base64url');
   const turns = new TurnService(harness, {
@@ -179,15 +183,18 @@ export function checkToken(token: string | undefined = process.env[TOKEN_ENV]): 
 }
 
 /**
- * Checks that this build can open `store`.
- * @throws HarnessError `STORE_UNSUPPORTED` (credentials in a URL are never echoed).
+ * The serve plugin's deprecated `store` setting must name the harness's own store: its kind
+ * (`file` for any `file`/`file:` spec; else the URL's scheme, `postgres` and `postgresql` alike).
+ * @throws HarnessError `STORE_UNSUPPORTED` naming both (credentials in a URL are never echoed).
  */
-export function checkStore(store: string): void {
-  if (store === 'file') return;
-  if (/^postgres(ql)?:\/\//.test(store)) {
-    throw new HarnessError('STORE_UNSUPPORTED', 'A PostgreSQL store needs the journal-postgres plugin, which this build does not have yet; use --store file.');
-  }
-  throw new HarnessError('STORE_UNSUPPORTED', `Unknown store ${JSON.stringify(store.replace(/\/\/[^@/]*@/, '//…@'))}: use "file" (the JSONL journals in the data directory).`);
+export function checkStoreSetting(setting: string, store: JournalStore): void {
+  const kind = isFileStoreSpec(setting) ? 'file' : storeScheme(setting)?.replace(/^postgresql$/, 'postgres');
+  if (kind === store.kind) return;
+  throw new HarnessError(
+    'STORE_UNSUPPORTED',
+    `The serve plugin's store ${JSON.stringify(isFileStoreSpec(setting) ? setting : redactStoreUrl(setting))} is not the harness's store (${store.kind}: ${store.location}). Sessions are served from the harness's store: set it with the config's store key or harness --store, and leave the serve plugin's store out.`,
+    { details: { setting: isFileStoreSpec(setting) ? setting : redactStoreUrl(setting), kind: store.kind } },
+  );
 }
 
 function queueTuning(options: StartOptions): Partial<TurnQueueOptions> {

@@ -7,22 +7,31 @@
  *
  * A session is opened for writing (its writer lease: the journal's lock) for the length of one turn
  * and closed when the turn ends, so between turns another process may take it.
+ *
+ * Sessions live in the harness's store (`harness.store`: the file store, or any store a plugin
+ * registered, e.g. PostgreSQL). Every read goes through it, and a live tail follows the store's
+ * own tail, so a client of one server sees the turns another server (a worker) runs. A store that
+ * cannot serve — no writer lease or no live tail — is refused (`STORE_UNSUPPORTED`).
  */
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import {
+  FileJournalStore,
   HarnessError,
   listSessions,
   openSession,
   readJournal,
   registerEventType,
   stateAt,
+  storeSource,
   type AgentSession,
   type AnySessionEvent,
   type ApprovalAnswer,
   type ApprovalRequest,
   type ApproveFn,
   type Harness,
+  type JournalLine,
+  type JournalStore,
+  type LineSource,
   type SessionEvent,
   type SessionState,
   type SessionSummary,
@@ -157,13 +166,7 @@ export class TurnService {
   private closed = false;
 
   constructor(harness: Harness, options: TurnServiceOptions = {}) {
-    // Sessions are read from the data directory's journal files (the store seam's read/tail are the next step).
-    if (harness.store.kind !== 'file') {
-      throw new HarnessError(
-        'STORE_UNSUPPORTED',
-        `harness serve reads sessions from the file store; this harness uses a ${harness.store.kind} store (${harness.store.location}). Serve it with the file store for now.`,
-      );
-    }
+    checkServable(harness.store);
     this.harness = harness;
     this.options = options;
     this.approvalTimeoutMs = options.approvalTimeoutMs ?? 300_000;
@@ -188,16 +191,16 @@ export class TurnService {
     return this.getSession(session.id);
   }
 
-  /** Every session in the data directory, most recently updated first. */
+  /** Every session in the store, most recently updated first. */
   listSessions(): Promise<SessionSummary[]> {
-    return listSessions(this.harness.dataDir);
+    return listSessions(this.harness.store);
   }
 
   /** @throws HarnessError `SESSION_NOT_FOUND`, `INVALID_SESSION_ID`, or a journal read error. */
   async getSession(sessionId: string): Promise<SessionInfo> {
-    const path = this.pathOf(sessionId);
+    const id = await this.idOf(sessionId);
     await this.flushRunning(sessionId);
-    const opened = await openSession(path);
+    const opened = await openSession(id, { store: this.harness.store });
     const running = this.running.get(sessionId);
     const { state, header } = opened;
     return {
@@ -220,14 +223,14 @@ export class TurnService {
    * @throws HarnessError `SESSION_NOT_FOUND`, `INVALID_SESSION_ID`.
    */
   async readEvents(sessionId: string, range: { after?: number; to?: number; limit?: number } = {}): Promise<{ events: AnySessionEvent[]; more: boolean }> {
-    const path = this.pathOf(sessionId);
+    const id = await this.idOf(sessionId);
     const after = range.after ?? 0;
     const to = range.to ?? Number.MAX_SAFE_INTEGER;
     const limit = range.limit ?? 1000;
     await this.flushRunning(sessionId);
     const events: AnySessionEvent[] = [];
     let more = false;
-    for await (const event of readJournal(path)) {
+    for await (const event of readJournal(storeSource(this.harness.store, id, { fromSeq: after + 1, ...(range.to !== undefined ? { toSeq: to } : {}) }))) {
       if (event.seq <= after) continue;
       if (event.seq > to) break;
       if (events.length === limit) {
@@ -244,10 +247,10 @@ export class TurnService {
    * @throws HarnessError `SESSION_NOT_FOUND`, `SEQ_OUT_OF_RANGE` (past the last event).
    */
   async stateAt(sessionId: string, seq?: number): Promise<{ seq: number; state: SessionState }> {
-    const path = this.pathOf(sessionId);
+    const id = await this.idOf(sessionId);
     await this.flushRunning(sessionId);
     const events: AnySessionEvent[] = [];
-    for await (const event of readJournal(path)) {
+    for await (const event of readJournal(this.source(id))) {
       if (seq !== undefined && event.seq > seq) break;
       events.push(event);
     }
@@ -286,7 +289,8 @@ export class TurnService {
   private async start(sessionId: string, input: TurnInput, jobId?: string): Promise<SubmittedTurn | undefined> {
     this.assertOpen();
     if (typeof input.prompt !== 'string' || input.prompt.trim() === '') throw new HarnessError('EMPTY_PROMPT', 'The prompt is empty; say what the agent should do.');
-    const path = this.pathOf(sessionId);
+    if (this.running.has(sessionId)) throw busy(sessionId, this.running.get(sessionId)!.turn);
+    const id = await this.idOf(sessionId);
     if (this.running.has(sessionId)) throw busy(sessionId, this.running.get(sessionId)!.turn);
     const policy = this.policyService();
     const policyName = input.approve ?? this.options.approvalPolicy;
@@ -299,12 +303,12 @@ export class TurnService {
     let iterator: AsyncIterator<AnySessionEvent>;
     let first: IteratorResult<AnySessionEvent>;
     try {
-      const { session } = await this.harness.openSession(path, this.options.maxSteps ? { maxSteps: this.options.maxSteps } : {});
+      const { session } = await this.harness.openSession(id, this.options.maxSteps ? { maxSteps: this.options.maxSteps } : {});
       running.session = session;
       try {
         if (jobId !== undefined) {
           await session.session.checkpoint();
-          const job = await this.jobState(path, jobId);
+          const job = await this.jobState(id, jobId);
           if (job === 'started') {
             await session.close();
             this.running.delete(sessionId);
@@ -346,14 +350,14 @@ export class TurnService {
    * @throws HarnessError `SESSION_NOT_FOUND`.
    */
   async turnEnd(sessionId: string, turn?: number): Promise<SessionEvent<'turn/end'> | undefined> {
-    const path = this.pathOf(sessionId);
+    const id = await this.idOf(sessionId);
     const running = this.running.get(sessionId);
     if (running !== undefined && (turn === undefined || running.turn === turn)) {
       const end = await running.done;
       if (end !== undefined) return end;
     }
     let found: SessionEvent<'turn/end'> | undefined;
-    for await (const event of readJournal(path)) {
+    for await (const event of readJournal(this.source(id))) {
       if (event.type === 'turn/end' && (turn === undefined || event.data.turn === turn)) found = event as SessionEvent<'turn/end'>;
     }
     return found;
@@ -364,8 +368,8 @@ export class TurnService {
    * denied, and it ends `aborted`. Returns the turn's number.
    * @throws HarnessError `NO_RUNNING_TURN` (409), `SESSION_NOT_FOUND`.
    */
-  abortTurn(sessionId: string, reason = 'The turn was aborted over the API.'): { turn: number } {
-    this.pathOf(sessionId);
+  async abortTurn(sessionId: string, reason = 'The turn was aborted over the API.'): Promise<{ turn: number }> {
+    await this.idOf(sessionId);
     const running = this.running.get(sessionId);
     if (running === undefined || running.turn === undefined) {
       throw new HarnessError('NO_RUNNING_TURN', `No turn is running in session ${sessionId}; there is nothing to abort.`, { details: { sessionId } });
@@ -380,7 +384,7 @@ export class TurnService {
    * @throws HarnessError `SESSION_NOT_FOUND`, `INVALID_SESSION_ID`.
    */
   async costOf(sessionId: string): Promise<SessionCost | undefined> {
-    const path = this.pathOf(sessionId);
+    const id = await this.idOf(sessionId);
     const meter = this.harness.kernel.service<PriceService>('tokenMeter');
     if (meter === undefined) return undefined;
     await this.flushRunning(sessionId);
@@ -398,7 +402,7 @@ export class TurnService {
       costUsd += usd;
       turnCostUsd[turn] = (turnCostUsd[turn] ?? 0) + usd;
     };
-    for await (const event of readJournal(path)) {
+    for await (const event of readJournal(this.source(id))) {
       if (event.type === 'turn/start') turn = event.data.turn;
       else if (event.type === 'assistant/message') add(event.data.message.source.provider, event.data.message.source.model, event.data.usage);
       else if (event.type === 'compaction/summary') add(event.data.provider, event.data.model, event.data.usage);
@@ -413,8 +417,8 @@ export class TurnService {
   }
 
   /** The calls of the session waiting for an answer. @throws HarnessError `SESSION_NOT_FOUND`. */
-  pendingApprovals(sessionId: string): PendingApproval[] {
-    this.pathOf(sessionId);
+  async pendingApprovals(sessionId: string): Promise<PendingApproval[]> {
+    await this.idOf(sessionId);
     return this.desk.pendingIn(sessionId);
   }
 
@@ -424,14 +428,14 @@ export class TurnService {
    *   `SESSION_NOT_FOUND` (404).
    */
   async answerApproval(sessionId: string, callId: string, reply: ApprovalReply): Promise<PendingApproval> {
-    const path = this.pathOf(sessionId);
+    const id = await this.idOf(sessionId);
     try {
       return this.desk.answer(sessionId, callId, reply);
     } catch (error) {
       if (!(HarnessError.is(error) && error.code === 'APPROVAL_NOT_FOUND')) throw error;
       // Decided before this server knew it (another process, an earlier run): still a conflict.
       await this.flushRunning(sessionId);
-      for await (const event of readJournal(path)) {
+      for await (const event of readJournal(this.source(id))) {
         if (event.type === 'approval/decided' && event.data.callId === callId) throw alreadyDecided(sessionId, callId, event.data.decision);
       }
       throw error;
@@ -439,16 +443,28 @@ export class TurnService {
   }
 
   /**
-   * The session's events after seq `after` (default 0: all), then each new one as it is journaled,
-   * each exactly once in seq order, until `signal` aborts or the iterator is returned.
-   * @throws HarnessError `SESSION_NOT_FOUND`, `INVALID_SESSION_ID` (when iteration starts).
+   * Checks that the store holds session `sessionId` (for a caller that must answer 404 before it
+   * starts a stream, see {@link events}).
+   * @throws HarnessError `SESSION_NOT_FOUND`, `INVALID_SESSION_ID`.
+   */
+  async requireSession(sessionId: string): Promise<void> {
+    await this.idOf(sessionId);
+  }
+
+  /**
+   * The session's events after seq `after` (default 0: all), then each new one as it is journaled
+   * — by this process or by any other writing to the same store — each exactly once in seq order,
+   * until `signal` aborts or the iterator is returned.
+   * @throws HarnessError `INVALID_SESSION_ID`. A session the store does not hold ends the
+   *   iteration at once (check first with {@link requireSession}).
    */
   events(sessionId: string, options: { after?: number; signal?: AbortSignal } = {}): EventQueue {
-    const path = this.pathOf(sessionId);
-    // Two sources, merged by seq: the journal (what is durable, read from `after` on) and this
-    // process's appends (live, from the moment of subscribing). Subscribing comes first, so every
-    // event is in one of them or both; an event is passed on only as the next seq, so none is
-    // repeated, and one that arrives early waits for the gap before it to fill.
+    const id = checkId(sessionId);
+    // Two sources, merged by seq: the store's tail (what is written, by any process, from `after`
+    // on) and this process's appends (live, from the moment of subscribing, before they are
+    // flushed). Subscribing comes first, so every event is in one of them or both; an event is
+    // passed on only as the next seq, so none is repeated, and one that arrives early waits for
+    // the gap before it to fill.
     let last = options.after ?? 0;
     const early = new Map<number, AnySessionEvent>();
     const offer = (event: AnySessionEvent): void => {
@@ -466,16 +482,18 @@ export class TurnService {
       }
     };
     const unsubscribe = this.fanOut.subscribe(sessionId, offer);
+    const tailing = new AbortController();
     const onAbort = (): void => queue.close();
     const queue = new EventQueue(() => {
       unsubscribe();
+      tailing.abort();
       options.signal?.removeEventListener('abort', onAbort);
     });
     if (options.signal?.aborted) queue.close();
     options.signal?.addEventListener('abort', onAbort, { once: true });
     (async () => {
       await this.flushRunning(sessionId);
-      for await (const event of readJournal(path)) {
+      for await (const event of readJournal(tailSource(this.harness.store, id, last, tailing.signal))) {
         if (queue.isClosed) return;
         offer(event);
       }
@@ -561,22 +579,28 @@ export class TurnService {
     return this.harness.kernel.service<PolicyService>('approvals');
   }
 
-  /** The journal path of a session id (never a path from a client). */
-  private pathOf(sessionId: string): string {
-    if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
-      throw new HarnessError('INVALID_SESSION_ID', `${JSON.stringify(String(sessionId)).slice(0, 80)} is not a session id (letters, digits, '.', '_', '-').`, {
-        details: { sessionId: String(sessionId).slice(0, 80) },
-      });
+  /**
+   * A client's session id, checked (never a path), of a session the store holds.
+   * @throws HarnessError `INVALID_SESSION_ID`, `SESSION_NOT_FOUND`.
+   */
+  private async idOf(sessionId: string): Promise<string> {
+    const id = checkId(sessionId);
+    if (this.running.has(id)) return id;
+    if (!(await hasSession(this.harness.store, id))) {
+      throw new HarnessError('SESSION_NOT_FOUND', `No session ${id}; GET /v1/sessions lists the sessions there are.`, { details: { sessionId: id } });
     }
-    const path = join(this.harness.dataDir, 'sessions', `${sessionId}.jsonl`);
-    if (!existsSync(path)) throw new HarnessError('SESSION_NOT_FOUND', `No session ${sessionId}; GET /v1/sessions lists the sessions there are.`, { details: { sessionId } });
-    return path;
+    return id;
+  }
+
+  /** The lines of session `id` in the store (one read). */
+  private source(id: string): LineSource {
+    return storeSource(this.harness.store, id);
   }
 
   /** Whether a job's marker is journaled, and a turn after it (a marker alone: its turn never started). */
-  private async jobState(path: string, jobId: string): Promise<'none' | 'marked' | 'started'> {
+  private async jobState(id: string, jobId: string): Promise<'none' | 'marked' | 'started'> {
     let marked = false;
-    for await (const event of readJournal(path)) {
+    for await (const event of readJournal(this.source(id))) {
       if (event.type === 'serve/turn-job') marked = event.data.jobId === jobId;
       else if (marked && event.type === 'turn/start') return 'started';
     }
@@ -601,6 +625,59 @@ export class TurnService {
  * `.`, `_`, `-`, no separator. Checked here so a client's id can never be read as a path.
  */
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
+
+/** @throws HarnessError `INVALID_SESSION_ID`. */
+function checkId(sessionId: string): string {
+  if (typeof sessionId !== 'string' || !SESSION_ID.test(sessionId)) {
+    throw new HarnessError('INVALID_SESSION_ID', `${JSON.stringify(String(sessionId)).slice(0, 80)} is not a session id (letters, digits, '.', '_', '-').`, {
+      details: { sessionId: String(sessionId).slice(0, 80) },
+    });
+  }
+  return sessionId;
+}
+
+/**
+ * A store the turn API can serve from: it must take writer leases (one writer per session across
+ * servers) and tail live (a stream follows turns other servers run).
+ * @throws HarnessError `STORE_UNSUPPORTED` naming the store's kind and location (never a password).
+ */
+export function checkServable(store: JournalStore): void {
+  const missing = (['lease', 'tail', 'read', 'list', 'create'] as const).filter((method) => typeof (store as unknown as Record<string, unknown>)[method] !== 'function');
+  if (missing.length > 0) {
+    throw new HarnessError(
+      'STORE_UNSUPPORTED',
+      `harness serve cannot serve from the ${store.kind} store ${store.location}: it has no ${missing.join(', ')} (a served session needs a writer lease and a live tail). Serve from the file store or a postgres:// store.`,
+      { details: { kind: store.kind, location: store.location, missing } },
+    );
+  }
+}
+
+/** Whether `store` holds session `id` (reads at most its header). */
+async function hasSession(store: JournalStore, id: string): Promise<boolean> {
+  if (store instanceof FileJournalStore) return existsSync(store.pathOf(id));
+  try {
+    for await (const _ of store.read(id, { toSeq: 0 })) break;
+    return true;
+  } catch (error) {
+    if (HarnessError.is(error) && error.code === 'JOURNAL_NOT_FOUND') return false;
+    throw error;
+  }
+}
+
+/**
+ * The event lines of session `id` after `afterSeq`, live, as a reader's source: its header line
+ * (a reader checks it), then the store's tail until `signal` aborts.
+ */
+function tailSource(store: JournalStore, id: string, afterSeq: number, signal: AbortSignal): LineSource {
+  async function* batches(): AsyncGenerator<readonly JournalLine[], void, undefined> {
+    for await (const lines of store.read(id, { toSeq: 0 })) {
+      yield lines.slice(0, 1);
+      break;
+    }
+    yield* store.tail(id, { afterSeq, signal });
+  }
+  return { name: store.locationOf(id), batches: batches(), atomic: store.atomicWrites, fromSeq: afterSeq + 1 };
+}
 
 function busy(sessionId: string, turn: number | undefined): HarnessError {
   return new HarnessError('SESSION_BUSY', `Session ${sessionId} is running turn ${turn ?? '(starting)'}; wait for its turn/end or abort it (POST /v1/sessions/${sessionId}/abort).`, {

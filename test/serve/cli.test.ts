@@ -1,6 +1,6 @@
 /**
  * The `harness serve` command as a user runs it: a generated token printed at start, 127.0.0.1 by
- * default, a store it cannot open refused without echoing its credentials, SIGTERM ending a running
+ * default, a store it cannot open (unreachable, or of no registered scheme) refused without echoing its credentials, SIGTERM ending a running
  * turn as `aborted` and releasing the journal.
  */
 import { spawn } from 'node:child_process';
@@ -49,12 +49,15 @@ describe('harness serve', { timeout: 60_000 }, () => {
   });
 
   it('refuses a store it cannot open, without echoing its password', async () => {
-    const result = await harness(['serve', '--port', '0', '--store', 'postgres://admin:s3cret@db.example/harness'], { home: home.dir });
+    // Nothing listens on port 1: the PostgreSQL store cannot be reached.
+    const result = await harness(['serve', '--port', '0', '--store', 'postgres://admin:s3cret@127.0.0.1:1/harness'], { home: home.dir });
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('error STORE_UNSUPPORTED');
+    expect(result.stderr).toContain('error STORE_UNAVAILABLE');
+    expect(result.stderr).toContain('postgres://admin:***@127.0.0.1:1/harness');
     expect(result.stderr + result.stdout).not.toContain('s3cret');
     const other = await harness(['serve', '--port', '0', '--store', 'mysql://u:hunter22@x/y'], { home: home.dir });
-    expect(other.stderr).toContain('error STORE_UNSUPPORTED');
+    expect(other.code).toBe(1);
+    expect(other.stderr).toContain('error UNKNOWN_STORE');
     expect(other.stderr).not.toContain('hunter22');
   });
 

@@ -37,15 +37,21 @@ export interface Served {
   close(): Promise<void>;
 }
 
-export async function serve(settings: Partial<ServeSettings> = {}, options: { paceMs?: number } = {}): Promise<Served> {
+/** `store`: the harness's store (default the file store of a temp data directory), e.g. a `postgres://` URL. */
+export async function serve(settings: Partial<ServeSettings> = {}, options: { paceMs?: number; store?: string } = {}): Promise<Served> {
   const dir = tempDir('harness-serve-');
   const scriptPath = join(dir, 'script.json');
   writeFileSync(scriptPath, JSON.stringify(SCRIPT));
   const harness = await createHarness({
     dataDir: join(dir, 'data'),
+    ...(options.store ? { store: options.store } : {}),
     config: {
       defaults: { provider: 'scripted', model: 'test' },
-      plugins: [{ module: plugin('llm-scripted'), config: { paceMs: options.paceMs ?? 0, fragmentChars: 5, scripts: { test: scriptPath } } }, { module: plugin('approvals') }],
+      plugins: [
+        { module: plugin('llm-scripted'), config: { paceMs: options.paceMs ?? 0, fragmentChars: 5, scripts: { test: scriptPath } } },
+        { module: plugin('approvals') },
+        ...(options.store?.startsWith('postgres') ? [{ module: plugin('journal-postgres'), config: { tailPollMs: 200 } }] : []),
+      ],
     },
   });
   const ran: string[] = [];
