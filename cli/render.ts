@@ -9,6 +9,7 @@ import ora, { type Ora } from 'ora';
 import type { AnySessionEvent, ForwardedEvent, Message, SessionEvent, SessionHeader, StreamChunk } from '../runtime/index.ts';
 import type { Io } from './env.ts';
 import { diffLine, hasUnifiedDiff } from './diff-view.ts';
+import { MarkdownStream, type RenderMarkdown } from './markdown.ts';
 import { formatArguments, formatMs, formatUsage, headLines, oneLine, printable, PrintableStream, toolResultText } from './format.ts';
 
 const RESULT_LINES = 4;
@@ -48,12 +49,17 @@ export class LiveRenderer {
   private stream = new PrintableStream();
   /** The next reasoning text starts a line (and gets {@link REASONING_MARK}). */
   private reasoningLineStart = true;
+  /** Renders answers' markdown (a colour terminal only; see markdown.ts). */
+  private readonly markdown: RenderMarkdown | undefined;
+  /** The current text block's markdown, rendered a block at a time. */
+  private markdownStream: MarkdownStream | undefined;
   /** Assistant messages produced in this run. */
   messageCount = 0;
   lastTurnEnd: SessionEvent<'turn/end'> | undefined;
 
-  constructor(io: Io) {
+  constructor(io: Io, options: { markdown?: RenderMarkdown } = {}) {
     this.io = io;
+    this.markdown = options.markdown;
   }
 
   /** Stops the spinner (before something else writes to the terminal, e.g. an approval question). */
@@ -156,6 +162,7 @@ export class LiveRenderer {
           this.current = chunk.blockType;
           this.stream = new PrintableStream();
           this.reasoningLineStart = true;
+          this.markdownStream = chunk.blockType === 'text' && this.markdown ? new MarkdownStream(this.markdown) : undefined;
         }
         break;
       case 'reasoning-delta': {
@@ -164,17 +171,21 @@ export class LiveRenderer {
         if (text) this.write(c.dim(this.marked(text)));
         break;
       }
-      case 'text-delta':
+      case 'text-delta': {
         this.pause();
-        this.write(this.stream.push(chunk.text));
+        const text = this.stream.push(chunk.text);
+        this.write(this.markdownStream ? this.markdownStream.push(text) : text);
         break;
+      }
       case 'block-end':
         if (this.current !== undefined) {
           const rest = this.stream.flush();
-          this.write(this.current === 'reasoning' && rest ? c.dim(this.marked(rest)) : rest);
+          if (this.current === 'reasoning') this.write(rest ? c.dim(this.marked(rest)) : rest);
+          else this.write(this.markdownStream ? this.markdownStream.push(rest) + this.markdownStream.flush() : rest);
           this.breakLine();
         }
         this.current = undefined;
+        this.markdownStream = undefined;
         break;
       case 'finish':
         this.pause();
@@ -267,11 +278,14 @@ export class TranscriptPrinter {
   private readonly indent: string;
   /** Whole tool outputs, lines uncut (`replay --full`). */
   private readonly full: boolean;
+  /** Renders answers' markdown (a colour terminal only; see markdown.ts). */
+  private readonly markdown: RenderMarkdown | undefined;
 
-  constructor(io: Io, options: { full?: boolean; indent?: string } = {}) {
+  constructor(io: Io, options: { full?: boolean; indent?: string; markdown?: RenderMarkdown } = {}) {
     this.io = io;
     this.indent = options.indent ?? '';
     this.full = options.full === true;
+    this.markdown = options.markdown;
   }
 
   header(header: SessionHeader, path: string): void {
@@ -372,7 +386,7 @@ export class TranscriptPrinter {
             : c.blue('user');
     const lines: string[] = [];
     for (const block of message.content) {
-      if (block.type === 'text') lines.push(printable(block.text));
+      if (block.type === 'text') lines.push(this.markdown ? this.markdown(printable(block.text)).replace(/\n$/, '') : printable(block.text));
       else if (block.type === 'reasoning') lines.push(...(block.redacted ? '[redacted reasoning]' : printable(block.text)).split('\n').map((line) => c.dim(`${REASONING_MARK}${line}`)));
       else if (block.type === 'tool-call') {
         this.toolNames.set(block.id, block.name);

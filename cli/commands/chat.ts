@@ -36,6 +36,7 @@ import { forkInsideTurnMessage } from '../fork-seqs.ts';
 import { formatAgo, formatMs, oneLine, printable } from '../format.ts';
 import { onStop, type StopRequest } from '../lifecycle.ts';
 import { BRACKETED_PASTE_OFF, BRACKETED_PASTE_ON, filteredTerminalInput, fromEditedLine } from '../line-input.ts';
+import { markdownFor, type RenderMarkdown } from '../markdown.ts';
 import { LiveRenderer, TranscriptPrinter } from '../render.ts';
 import {
   checkWorkspace,
@@ -105,7 +106,7 @@ export async function chatCommand(options: TurnOptions, globals: GlobalOptions, 
       return stopped.exitCode;
     }
     const recap = session ? await recapOf(session, harness, globals, io) : '';
-    repl = new Repl(harness, session, { ...options, ...(cwd ? { cwd } : {}), call, recap }, globals, io);
+    repl = new Repl(harness, session, { ...options, ...(cwd ? { cwd } : {}), call, recap, markdown: await markdownFor(io) }, globals, io);
     const exit = repl.run();
     if (mode.watch) watcher = await startWatcher(harness, (line) => repl!.notify(line), io);
     return await exit;
@@ -168,7 +169,7 @@ class Repl {
     private readonly harness: Harness,
     /** The session, once there is one: a new one is created with the first prompt. */
     private session: AgentSession | undefined,
-    private readonly options: { -readonly [K in keyof TurnOptions]: TurnOptions[K] } & { call: { provider?: string; model?: string }; recap?: string },
+    private readonly options: { -readonly [K in keyof TurnOptions]: TurnOptions[K] } & { call: { provider?: string; model?: string }; recap?: string; markdown?: RenderMarkdown | undefined },
     private readonly globals: GlobalOptions,
     private readonly io: Io,
   ) {
@@ -436,7 +437,7 @@ class Repl {
   private async turn(prompt: string): Promise<void> {
     const { c } = this.io;
     const controller = new AbortController();
-    const renderer = new LiveRenderer(this.io);
+    const renderer = new LiveRenderer(this.io, this.options.markdown ? { markdown: this.options.markdown } : {});
     this.cancelledBy = undefined;
     const ask: Ask | undefined = this.terminal ? this.allowances.ask((request) => this.ask(request, renderer, controller.signal)) : undefined;
     const approve = this.allowances.approver(makeApprover(this.harness, this.options.approve, ask));

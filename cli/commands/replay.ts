@@ -22,6 +22,7 @@ import {
 import { Folder, initialState, unansweredToolCalls } from '../../runtime/internal.ts';
 import type { Io } from '../env.ts';
 import { formatUsage, oneLine, printable } from '../format.ts';
+import { markdownFor } from '../markdown.ts';
 import { TranscriptPrinter } from '../render.ts';
 import { openHarnessForReading, sessionHeader, sessionRef, sessionSource, type GlobalOptions } from '../setup.ts';
 
@@ -106,7 +107,7 @@ async function transcript(harness: Harness, path: string, options: ReplayOptions
     io.out.write(`${JSON.stringify(header)}\n`);
     for await (const event of events) io.out.write(`${JSON.stringify(event)}\n`);
   } else {
-    const printer = new TranscriptPrinter(io, { full: options.full === true });
+    const printer = new TranscriptPrinter(io, { full: options.full === true, markdown: await markdownFor(io) });
     printer.header(header, harness.store.locationOf(path));
     const usage: Record<string, number> = {};
     let turns = 0;

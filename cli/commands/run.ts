@@ -24,6 +24,7 @@ import { sessionToResume } from '../find-session.ts';
 import { shellQuote, type Io } from '../env.ts';
 import { printable } from '../format.ts';
 import { exitAfterFlush, onStop, SECOND_STOP_FLUSH_MS, type StopRequest } from '../lifecycle.ts';
+import { markdownFor } from '../markdown.ts';
 import { LiveRenderer } from '../render.ts';
 import {
   checkWorkspace,
@@ -139,7 +140,7 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
   let stopRequest: StopRequest | undefined;
   const stopped = (): StopRequest | undefined => stopRequest;
   const json = options.json === true ? new JsonRecords(io) : undefined;
-  const live = json ? undefined : new LiveRenderer(io);
+  const live = json ? undefined : new LiveRenderer(io, { markdown: await markdownFor(io) });
   const renderer: RunOutput = json ?? live!;
   // From here on the command holds (or is about to hold) a journal: a stop request aborts the turn.
   const disposeStop = onStop((request) => {

@@ -2,17 +2,24 @@
  * Output you can read (issue 17, 4): an `edit_file` call shows its change as a unified diff — in the
  * approval question (in the file's context, with real line numbers), in the live result and in
  * `harness replay`; `replay --full` shows whole tool outputs; reasoning is marked apart from the
- * answer without colour (NO_COLOR, piped).
+ * answer without colour (NO_COLOR, piped); an answer's markdown is rendered in a colour terminal
+ * (tmux), still with the model's control characters shown, not obeyed, and left as written when piped.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { argumentsBlock, askInTerminal } from '../../cli/approval.ts';
 import type { Io } from '../../cli/env.ts';
-import { harness, journalOf, readEvents, tempDir, writeProject } from './support.ts';
+import { completeBlocksEnd, MarkdownStream } from '../../cli/markdown.ts';
+import { bin, cleanEnv, harness, journalOf, readEvents, tempDir, writeProject } from './support.ts';
+import { hasTmux, Terminal } from './terminal.ts';
 
 const project = tempDir('reading');
-afterAll(() => project.cleanup());
+let terminal: Terminal | undefined;
+afterAll(() => {
+  terminal?.close();
+  project.cleanup();
+});
 
 const numbered = (count: number, word = 'line') => `${Array.from({ length: count }, (_, i) => `${word} ${i + 1}`).join('\n')}\n`;
 const workspace = join(project.dir, 'ws');
@@ -24,6 +31,7 @@ const config = writeProject(join(project.dir, 'project'), {
   defaults: { provider: 'scripted', model: 'editor' },
   plugins: [{ name: 'llm-scripted' }, { name: 'tools-workspace' }, { name: 'approvals' }],
   scripts: {
+    markdown: { replies: [{ reply: { text: 'Some **bold** words and `code`.\n\n```js\nconst answer = 42;\n```\n\n- first item\n- second item\n\nAn \u001b]0;PWNED\u0007 escape.' } }] },
     editor: {
       replies: [
         {
@@ -111,5 +119,40 @@ describe('reading a run and its replay', { timeout: 120_000 }, () => {
     const refused = await harness(['replay', journal, '--full', '--verify', '--config', config], { home });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('--verify cannot be combined with --full');
+  });
+});
+
+describe('markdown in a terminal', { timeout: 120_000 }, () => {
+  it('is rendered a block at a time: up to the last blank line outside a code fence', () => {
+    expect(completeBlocksEnd('para one\n\npara t')).toBe('para one\n\n'.length);
+    expect(completeBlocksEnd('```\ncode\n\nmore')).toBe(0); // a blank line inside a fence is not the end of a block
+    expect(completeBlocksEnd('```\ncode\n\n```\nafter')).toBe('```\ncode\n\n```\n'.length);
+    const rendered: string[] = [];
+    const stream = new MarkdownStream((md) => (rendered.push(md), `<${md.trim()}>\n`));
+    expect(stream.push('**a**\n')).toBe('');
+    expect(stream.push('\nb')).toBe('<**a**>\n');
+    expect(stream.flush()).toBe('\n<b>\n');
+    expect(rendered).toEqual(['**a**\n\n', 'b']);
+  });
+
+  it.skipIf(!hasTmux && !process.env.CI)('renders bold, code fences and lists; control characters stay visible; piped output keeps the markdown', async () => {
+    expect(hasTmux, 'tmux is needed for this test (apt-get install tmux)').toBe(true);
+    const home = join(project.dir, 'home-md');
+    terminal = new Terminal(
+      `'${process.execPath}' '${bin}' run 'Say it in markdown.' --model markdown --config '${config}' --cwd '${workspace}'; echo "EXITED:$?"; sleep 120`,
+      cleanEnv({ HARNESS_HOME: home, TERM: 'xterm-256color', NO_COLOR: undefined }),
+    );
+    const screen = await terminal.waitFor((s) => s.includes('EXITED:'), 'the run to end', 90_000);
+    expect(screen).toContain('EXITED:0');
+    expect(screen).toContain('Some bold words and code.');
+    expect(screen).toContain('const answer = 42;');
+    expect(screen).toMatch(/\* first item\n\s*\* second item/);
+    expect(screen).not.toContain('**');
+    expect(screen).not.toContain('```');
+    expect(screen).toContain('An ␛]0;PWNED␇ escape.');
+    terminal.close();
+
+    const piped = await harness(['run', 'Say it in markdown.', '--model', 'markdown', '--config', config, '--cwd', workspace], { home });
+    expect(piped.stdout).toContain('Some **bold** words and `code`.\n\n```js\nconst answer = 42;\n```\n\n- first item\n- second item\n\nAn ␛]0;PWNED␇ escape.');
   });
 });
