@@ -51,7 +51,7 @@ describe('README', { timeout: 120_000 }, () => {
     const help = await cli(['--help'], { home: home.dir });
     const section = /^Commands:\n([\s\S]*?)\n\n/m.exec(help.stdout)?.[1] ?? '';
     const commands = [...section.matchAll(/^ {2}(\w+) /gm)].map((m) => m[1]).filter((c) => c !== 'help');
-    expect(commands).toEqual(['run', 'chat', 'dev', 'replay', 'sessions', 'fork', 'serve', 'view', 'init', 'import']);
+    expect(commands).toEqual(['run', 'chat', 'dev', 'replay', 'sessions', 'fork', 'serve', 'view', 'init', 'export', 'import']);
     for (const command of commands) expect(readme).toContain(`harness ${command}`);
     // What --help says about configs and data directories, the README says too.
     for (const words of ['$HARNESS_CONFIG', "the config's `dataDir`", '$HARNESS_HOME', '--close-turn']) expect(readme).toContain(words);
