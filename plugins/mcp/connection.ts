@@ -15,7 +15,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { type CallToolResult, McpError, type Progress, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, type Progress, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { HarnessError } from '../../runtime/index.ts';
 import type { McpServerConfig, RestartConfig } from './config.ts';
 
@@ -123,10 +123,15 @@ export class McpConnection {
         ...(onProgress ? { onprogress: onProgress } : {}),
       })) as CallToolResult;
     } catch (error) {
-      // Was it the call, or the server? Either way the turn gets a result; a dead or hung server is restarted.
-      void this.checkHealth(client);
-      if (signal.aborted) throw signal.reason;
-      if (this.client !== client || this.isTransportFailure(error)) {
+      // An abort or timeout is answered now; the ping after it decides whether the server hung.
+      if (signal.aborted) {
+        void this.checkHealth(client);
+        throw signal.reason;
+      }
+      // Was it the call, or the server? A server that still answers a ping refused the call; one that
+      // does not (or whose connection closed) is restarted, and the call says so.
+      await this.checkHealth(client);
+      if (this.client !== client) {
         throw new HarnessError('MCP_SERVER_LOST', `MCP server "${this.name}" went away during the call (${messageOf(error)})${this.stderrNote()}; it is being restarted — call again.`);
       }
       throw new HarnessError('MCP_CALL_FAILED', `MCP server "${this.name}" refused the call of ${name}: ${messageOf(error)}`);
@@ -290,13 +295,6 @@ export class McpConnection {
       void this.connect();
     }, delayMs);
     this.restartTimer.unref();
-  }
-
-  private isTransportFailure(error: unknown): boolean {
-    // A JSON-RPC error the server sent back is an McpError with the server's code; a transport failure
-    // (fetch failed, a 404 for a session the server forgot, the process gone) is anything else, or the
-    // SDK's own "connection closed".
-    return !(error instanceof McpError) || error.code === -32000;
   }
 
   private async readyClient(signal: AbortSignal): Promise<Client> {
