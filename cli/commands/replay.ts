@@ -270,9 +270,11 @@ async function verify(harness: Harness, ref: string, io: Io): Promise<number> {
     if (error.code === 'JOURNAL_CORRUPT' || error.code === 'UNKNOWN_EVENT_TYPE' || error.code === 'INVALID_EVENT_DATA') {
       try {
         opened = await openSession(ref, { ...store, events: true, salvage: true });
+        // The first corrupt line is named by the error already (…:<line>: …); a Set of the line
+        // numbers named so far keeps many corrupt lines linear.
+        const named = new Set(problems.flatMap((p) => [...p.matchAll(/:(\d+):/g)].map((m) => Number(m[1]))));
         for (const line of opened.skipped) {
-          const text = `line ${line.lineNumber}: ${printable(line.reason)}`;
-          if (!problems.some((p) => p.includes(`:${line.lineNumber}:`))) problems.push(text);
+          if (!named.has(line.lineNumber)) problems.push(`line ${line.lineNumber}: ${printable(line.reason)}`);
         }
       } catch (salvageError) {
         if (!HarnessError.is(salvageError)) throw salvageError;
@@ -286,8 +288,10 @@ async function verify(harness: Harness, ref: string, io: Io): Promise<number> {
     const state = opened.state;
     if (state.openTurn) problems.push(`turn ${state.openTurn.turn} never ended (the session crashed or is still running); resuming it closes the turn`);
     for (const pending of state.pendingToolCalls) problems.push(`tool call ${pending.callId} (${pending.name}, turn ${pending.turn}) has no result`);
+    // A Set, not a scan of the pending calls per call: a message of thousands of calls stays linear.
+    const pendingIds = new Set(state.pendingToolCalls.map((p) => p.callId));
     for (const call of unansweredToolCalls(state)) {
-      if (!state.pendingToolCalls.some((p) => p.callId === call.id)) problems.push(`tool call ${call.id} (${call.name}) in the history has no result`);
+      if (!pendingIds.has(call.id)) problems.push(`tool call ${call.id} (${call.name}) in the history has no result`);
     }
     for (const call of recordedCalls(events)) {
       const message = call.message;
