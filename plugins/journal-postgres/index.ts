@@ -22,7 +22,8 @@ export default definePlugin({
   setup(ctx, config) {
     // `pg` is loaded only when a postgres store is opened: a config that lists this plugin costs nothing otherwise.
     const factory = async (url: string) => (await import('./store.ts')).openPostgresStore({ url, tailPollMs: config.tailPollMs });
-    ctx.onDispose(registerJournalStore('postgres', factory));
-    ctx.onDispose(registerJournalStore('postgresql', factory));
+    // Owned by the plugin's name: a reload of this plugin stacks, another plugin's postgres: is DUPLICATE_STORE.
+    ctx.onDispose(registerJournalStore('postgres', factory, ctx.plugin.name));
+    ctx.onDispose(registerJournalStore('postgresql', factory, ctx.plugin.name));
   },
 });

@@ -145,28 +145,42 @@ export interface JournalStore {
 /** Makes a store for a URL of a registered scheme. */
 export type JournalStoreFactory = (url: string, context: { readonly dataDir: string }) => JournalStore | Promise<JournalStore>;
 
-/** Registered factories per scheme; the last one serves (a hot reload registers the new generation before the old one is disposed). */
-const factories = new Map<string, JournalStoreFactory[]>();
+/** Registered factories per scheme, with who registered each; the last one serves (a hot reload registers the new generation before the old one is disposed). */
+const factories = new Map<string, { factory: JournalStoreFactory; owner: string | undefined }[]>();
 
 /**
  * Registers the store for URLs of `scheme` (without `:`, e.g. `'postgres'`). Returns the disposer
  * (hand it to `ctx.onDispose`). The runtime never imports a store plugin: loading the plugin is
  * what makes its scheme usable. While two registrations of a scheme exist (a plugin being
  * hot-reloaded), the newer one serves; disposing it brings back the older.
- * @throws HarnessError `INVALID_ARGUMENTS` for a bad scheme.
+ *
+ * `owner` names who registers (a plugin passes `ctx.plugin.name`): registrations of one owner
+ * stack as above, but a scheme another owner holds is refused — two different stores answering
+ * `postgres:` would make which one serves depend on load order.
+ * @throws HarnessError `INVALID_ARGUMENTS` for a bad scheme; `DUPLICATE_STORE` for a scheme
+ *   registered by another owner (naming it).
  */
-export function registerJournalStore(scheme: string, factory: JournalStoreFactory): Disposer {
+export function registerJournalStore(scheme: string, factory: JournalStoreFactory, owner?: string): Disposer {
   if (typeof scheme !== 'string' || !/^[a-z][a-z0-9+.-]*$/.test(scheme) || scheme === 'file') {
     throw new HarnessError('INVALID_ARGUMENTS', `A journal store scheme is a lower-case URL scheme without ":" (not "file"); got ${JSON.stringify(scheme)}.`);
   }
   const list = factories.get(scheme) ?? [];
-  list.push(factory);
+  const other = list.find((entry) => entry.owner !== owner);
+  if (other !== undefined) {
+    throw new HarnessError(
+      'DUPLICATE_STORE',
+      `The journal store scheme "${scheme}:" is registered by ${other.owner === undefined ? 'an unnamed caller' : `"${other.owner}"`}; ${owner === undefined ? 'this caller' : `"${owner}"`} cannot register it too. Load one store plugin per scheme.`,
+      { details: { scheme, ...(other.owner !== undefined ? { owner: other.owner } : {}), ...(owner !== undefined ? { by: owner } : {}) } },
+    );
+  }
+  const entry = { factory, owner };
+  list.push(entry);
   factories.set(scheme, list);
   let done = false;
   return () => {
     if (done) return;
     done = true;
-    const index = list.lastIndexOf(factory);
+    const index = list.lastIndexOf(entry);
     if (index >= 0) list.splice(index, 1);
     if (list.length === 0 && factories.get(scheme) === list) factories.delete(scheme);
   };
@@ -220,7 +234,7 @@ export function redactStoreUrl(spec: string): string {
  */
 export async function openRegisteredStore(spec: string, context: { readonly dataDir: string }): Promise<JournalStore> {
   const scheme = storeScheme(spec);
-  const factory = scheme === undefined ? undefined : factories.get(scheme)?.at(-1);
+  const factory = scheme === undefined ? undefined : factories.get(scheme)?.at(-1)?.factory;
   if (factory === undefined) {
     const known = [...factories.keys()].map((s) => `${s}:`);
     throw new HarnessError(
