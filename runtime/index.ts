@@ -173,7 +173,7 @@ export type { SessionState, PendingToolCall, SessionJournal, AppendOptions, Repa
 export { registerEventType, type EventReducer, type EventTypeOptions, type Surface } from './session/registry.ts';
 export { foldEvents, stateAt } from './session/fold.ts';
 export { readJournal, readJournalHeader, openSession, type ReadJournalOptions, type OpenedSession, type OpenSessionOptions, type SkippedLine } from './session/reader.ts';
-export { forkSession, listSessions, listChildSessions, recordedCalls, type ForkOptions, type RecordedCall } from './session/replay.ts';
+export { forkSession, listSessions, listChildSessions, recordedCalls, type ForkOptions, type ForkedJournal, type RecordedCall } from './session/replay.ts';
 export type { SessionSummary } from './session/summary.ts';
 
 // ── Journal stores (DESIGN "Stores"): the seam a store plugin implements, the file store, moving sessions ──

@@ -91,6 +91,7 @@ export async function forkCommand(source: string, options: { at: number; closeTu
     const { c } = io;
     io.out.write(`${c.green('forked')} ${parent.sessionId} at seq ${parent.seq} → ${c.bold(journal.id)}\n`);
     if (repairs.syntheticEvents.length) io.out.write(c.dim(`closed the open turn with ${repairs.syntheticEvents.length} synthetic event(s)\n`));
+    for (const child of forked.children) io.out.write(`  ${c.green('↳ subagent')} ${printable(child.sourceId)} at seq ${child.atSeq} → ${c.bold(printable(child.id))}\n`);
     const self = selfWithGlobals(globals);
     io.out.write(`${c.dim('journal ')} ${journal.path}\n${c.dim('continue')} ${self} run --resume ${journal.id} "<prompt>"\n${c.dim('replay  ')} ${self} replay ${journal.id}\n`);
     return 0;

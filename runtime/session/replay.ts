@@ -37,6 +37,19 @@ export interface ForkOptions extends JournalIoOptions {
    * events a crash repair appends (`turn/end{interrupted}`, `TOOL_NOT_STARTED` results, …).
    */
   readonly closeOpenTurn?: boolean;
+  /**
+   * Fork the session's child sessions (subagents) with it (default true): each child whose spawning
+   * call was answered by `atSeq`, up to its last turn that had ended by then, as a child of the fork
+   * (`<fork id>.sub1`, … — its header's `parentSession` names the fork), and theirs the same way.
+   */
+  readonly children?: boolean;
+  /** @internal The fork is itself a forked child: its header's link. */
+  readonly parentSession?: SessionHeader['parentSession'];
+}
+
+/** What `forkSession` made: the fork (open for writing) and its forked children (closed). */
+export interface ForkedJournal extends OpenedJournal {
+  readonly children: readonly { readonly id: string; readonly path: string; readonly sourceId: string; readonly atSeq: number }[];
 }
 
 /**
@@ -47,7 +60,7 @@ export interface ForkOptions extends JournalIoOptions {
  * @throws HarnessError `FORK_OUT_OF_RANGE`, `FORK_INSIDE_TURN`, the read errors of the source,
  *   `JOURNAL_EXISTS` / `JOURNAL_LOCKED` for the new id.
  */
-export async function forkSession(source: string, options: ForkOptions): Promise<OpenedJournal> {
+export async function forkSession(source: string, options: ForkOptions): Promise<ForkedJournal> {
   const store = storeOf(options);
   const atSeq = options.atSeq;
   if (!Number.isInteger(atSeq) || atSeq < 0) {
@@ -84,6 +97,7 @@ export async function forkSession(source: string, options: ForkOptions): Promise
     createdAtMs: (options.now ?? Date.now)(),
     ...(sourceHeader.cwd !== undefined ? { cwd: sourceHeader.cwd } : {}),
     parent: { sessionId: sourceHeader.id, seq: atSeq },
+    ...(options.parentSession !== undefined ? { parentSession: options.parentSession } : {}),
   });
   const journal = await createStoredJournal(store, header, options, {
     state: Object.freeze({ ...state, sessionId: id }),
@@ -98,7 +112,73 @@ export async function forkSession(source: string, options: ForkOptions): Promise
     await journal.close().catch(() => undefined);
     throw error;
   }
-  return { journal, repairs: { syntheticEvents } };
+  let children: ForkedJournal['children'] = [];
+  if (options.children !== false) {
+    try {
+      children = await forkChildren(store, sourceHeader, source, atSeq, journal.header, options);
+    } catch (error) {
+      await journal.close().catch(() => undefined);
+      throw error;
+    }
+  }
+  return { journal, repairs: { syntheticEvents }, children };
+}
+
+/**
+ * Forks the children of `sourceHeader` into children of `fork`: those whose spawning call has its
+ * `tool/result` within `1..atSeq`, each at the seq of its last `turn/end` written no later than the
+ * source's event `atSeq` (a long-lived child may have gone on after the fork point).
+ */
+async function forkChildren(store: JournalStore, sourceHeader: SessionHeader, source: string, atSeq: number, fork: SessionHeader, options: ForkOptions): Promise<ForkedJournal['children']> {
+  const children = await listChildSessions(sourceHeader.id, store);
+  if (children.length === 0) return [];
+  const answered = new Set<string>();
+  let cutAtMs = 0;
+  for await (const event of eventsOf(store, source, atSeq)) {
+    cutAtMs = event.atMs;
+    if (event.type === 'tool/result') answered.add(event.data.callId);
+  }
+  const out: { id: string; path: string; sourceId: string; atSeq: number }[] = [];
+  for (const child of children) {
+    const link = child.parentSession!;
+    if (link.callId === undefined || !answered.has(link.callId)) continue;
+    let childSeq = 0;
+    for await (const event of eventsOf(store, child.id)) {
+      if (event.atMs > cutAtMs) break;
+      if (event.type === 'turn/end') childSeq = event.seq;
+    }
+    if (childSeq === 0) continue;
+    const suffix = child.id.startsWith(`${sourceHeader.id}.`) ? child.id.slice(sourceHeader.id.length) : `.${child.id}`;
+    const id = `${fork.id}${suffix}`.slice(0, 200);
+    const forked = await forkSession(child.id, {
+      ...options,
+      atSeq: childSeq,
+      id,
+      store,
+      closeOpenTurn: false,
+      parentSession: { sessionId: fork.id, callId: link.callId, depth: link.depth },
+    });
+    await forked.journal.close();
+    out.push({ id, path: forked.journal.path, sourceId: child.id, atSeq: childSeq }, ...forked.children);
+  }
+  return out;
+}
+
+/** The events `1..toSeq` of a session in a store. */
+async function* eventsOf(store: JournalStore, id: string, toSeq?: number): AsyncGenerator<AnySessionEvent> {
+  let header = true;
+  for await (const lines of store.read(id, toSeq === undefined ? {} : { toSeq })) {
+    for (const line of lines) {
+      if (header) {
+        header = false;
+        continue;
+      }
+      const event = parseEventLine(line.text);
+      if (typeof event === 'string') return;
+      if (toSeq !== undefined && event.seq > toSeq) return;
+      yield event;
+    }
+  }
 }
 
 async function* emptyLines(): AsyncGenerator<readonly string[], void, undefined> {}
