@@ -13,7 +13,8 @@ import { deepFreeze } from '../kernel/freeze.ts';
 import { isSchemaAdapter, zodSchema, type SchemaAdapter } from '../kernel/schema.ts';
 import type { ImageBlock, LlmCallConfig, TextBlock, ToolSpec } from '../llm/types.ts';
 import type { ForwardedEvent } from '../session/events.ts';
-import type { ApproveFn, SessionHandle } from './hooks.ts';
+import type { ApproveFn } from './approval.ts';
+import type { SessionHandle } from './handle.ts';
 
 /** What a tool body receives besides its parsed input. */
 export interface ToolContext {
