@@ -19,7 +19,11 @@ export function tempDir(): { dir: string; file(name: string): string; remove(): 
   return { dir, file: (name) => join(dir, name), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** The plugin's config entry for the stdio demo server; it records what it does in `stateFile`. */
+/**
+ * The plugin's config entry for the stdio demo server; it records what it does in `stateFile`. Its
+ * connect timeout is generous: on a loaded CI machine a tsx process can take seconds to start (it is
+ * a bound, not a wait).
+ */
 export function stdioServer(name: string, stateFile?: string, extra: Record<string, unknown> = {}) {
   return {
     name,
@@ -28,6 +32,7 @@ export function stdioServer(name: string, stateFile?: string, extra: Record<stri
     args: ['--import', 'tsx', STDIO_SERVER],
     ...(stateFile ? { env: { MCP_STATE_FILE: stateFile } } : {}),
     cwd: REPO_ROOT,
+    connectTimeoutMs: 60_000,
     ...extra,
   };
 }
