@@ -43,6 +43,20 @@ function requestOf(event: AnySessionEvent): RequestUsage | undefined {
   return undefined;
 }
 
+/**
+ * A child turn's usage as one request (`subagent/end`, at the model its `subagent/spawn` named). Only
+ * read from a journal: live, the child's own `assistant/message` events come forwarded instead.
+ */
+function subagentRequestOf(event: AnySessionEvent, childModels: Map<string, { provider: string; model: string }>): RequestUsage | undefined {
+  const type = event.type as string;
+  const data = event.data as unknown as { childSessionId?: string; provider?: string; model?: string; usage?: TokenUsage };
+  if (type === 'subagent/spawn' && typeof data.childSessionId === 'string' && typeof data.provider === 'string' && typeof data.model === 'string') {
+    childModels.set(data.childSessionId, { provider: data.provider, model: data.model });
+  }
+  if (type !== 'subagent/end' || typeof data.childSessionId !== 'string' || data.usage === undefined || Object.keys(data.usage).length === 0) return undefined;
+  return { ...(childModels.get(data.childSessionId) ?? { provider: '?', model: '?' }), usage: data.usage };
+}
+
 export class UsageTally {
   private readonly session = new Requests();
   private turn = new Requests();
@@ -51,9 +65,11 @@ export class UsageTally {
   /** A tally for a resumed session: its past usage, read from its journal once (a new one starts with `new UsageTally()`). */
   static async of(journal: string | LineSource): Promise<UsageTally> {
     const tally = new UsageTally();
+    // A subagent's usage is in its own journal; the parent's `subagent/end` (the subagents plugin's record) sums each child turn.
+    const childModels = new Map<string, { provider: string; model: string }>();
     for await (const event of readJournal(journal)) {
       if (event.type === 'turn/start') tally.turnCount++;
-      const request = requestOf(event);
+      const request = requestOf(event) ?? subagentRequestOf(event, childModels);
       if (request) tally.session.add(request);
     }
     return tally;

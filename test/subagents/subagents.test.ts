@@ -228,3 +228,22 @@ describe('run_subagent', () => {
     expect(own.events.findIndex((e) => e.type === 'subagent/end')).toBeLessThan(own.events.findIndex((e) => e.type === 'tool/result'));
   });
 });
+
+describe('the CLI footer', () => {
+  it('counts the child usage live (forwarded events) and from the journal when resumed, the same', async () => {
+    const { UsageTally } = await import('../../cli/usage.ts');
+    const pc = (await import('picocolors')).default;
+    const io = { c: pc.createColors(false) } as never;
+    harness = await subagentHarness(delegation);
+    const parent = await harness.createSession({ cwd: harness.dir });
+    const live = new UsageTally();
+    live.startTurn();
+    for await (const event of parent.run('delegate this', { approve: () => 'allow' })) live.add(event);
+    const resumed = await UsageTally.of(parent.path);
+    const footer = live.footer(harness, io);
+    expect(footer).toContain('this turn: 350 in · 35 out');
+    expect(footer).toContain('session:   350 in · 35 out');
+    expect(footer).toContain('(1 turn)');
+    expect(resumed.footer(harness, io).split('\n')[1]).toBe(footer.split('\n')[1]);
+  });
+});
