@@ -57,10 +57,13 @@ describe('cassette of a parent with a subagent', () => {
   });
 
   it('harness replay --cassette of the parent says same', async () => {
+    // A project folder of its own (an ES module package), as `harness init` makes one.
+    writeFileSync(join(h!.dir, 'package.json'), '{ "type": "module" }\n');
     const configPath = join(h!.dir, 'harness.config.ts');
     const modules = config.plugins.map((p) => (p.module !== undefined ? p : { module: join(import.meta.dirname, 'test-tools.ts') }));
     writeFileSync(configPath, `export default ${JSON.stringify({ ...config, plugins: modules })};\n`);
     const result = await cli(['replay', parentId, '--cassette', '--config', configPath, '--approve', 'read-only'], { home: join(h!.dir, 'data'), cwd: h!.dir });
+    expect(result.stderr).toBe('');
     expect(result.stdout).toContain('subagents: 1 of 1 re-run');
     expect(result.stdout).toMatch(/^same /m);
     expect(result.code).toBe(0);
