@@ -1,8 +1,7 @@
 /**
  * Importing a plugin module as a new generation (DESIGN "Hot reload"), and finding it first.
  *
- * `importGeneration(path)` imports the module as it is the first time, then with a fresh
- * `?harness-gen=N` query each time after; the resolve hook in `reload-hooks.mjs` (registered only
+ * `importGeneration(path)` imports the module with a fresh `?harness-gen=N` query each time; the resolve hook in `reload-hooks.mjs` (registered only
  * then: hot reload pays for it, a cold start does not) passes the query on to the project-local
  * modules it imports, so edited helpers run their new code. Packages in node_modules and the runtime directory are never duplicated.
  * A TypeScript module (a project's config or plugin) needs a loader: when none is active (the built
@@ -49,7 +48,9 @@ export async function importGeneration(path: string): Promise<Record<string, unk
   if (!first) ensureHooks();
   const load = () => {
     const url = pathToFileURL(path);
-    if (!first) url.searchParams.set('harness-gen', String(++generationCounter));
+    // The query even on the first import: without it a `.ts` outside any package.json (module type
+    // unknown) fails under tsx with "Cannot require() ES Module … in a cycle".
+    url.searchParams.set('harness-gen', String(++generationCounter));
     return import(url.href) as Promise<Record<string, unknown>>;
   };
   try {
@@ -68,11 +69,14 @@ export async function importGeneration(path: string): Promise<Record<string, unk
 
 let typeScript: Promise<boolean> | undefined;
 
-/** Registers tsx's ESM loader once (for a project's own TypeScript). Resolves false when it was already registered. */
+/** Registers tsx's loaders once (for a project's own TypeScript). Resolves false when it was already registered. */
 function registerTypeScript(): Promise<boolean> {
   if (typeScript !== undefined) return typeScript.then(() => false);
-  typeScript = import('tsx/esm/api').then(({ register: registerTsx }) => {
-    registerTsx();
+  // Both of tsx's loaders: a `.ts` outside any `"type": "module"` package.json is CommonJS to Node,
+  // which the ESM loader alone hands to require() untransformed.
+  typeScript = Promise.all([import('tsx/esm/api'), import('tsx/cjs/api')]).then(([esm, cjs]) => {
+    esm.register();
+    cjs.register();
     return true;
   });
   return typeScript;

@@ -83,6 +83,20 @@ describe('the harness command in a project folder', () => {
   });
 });
 
+describe('a TypeScript config outside any package.json', () => {
+  it('loads with its type annotations (CommonJS to Node: tsx registers both loaders; a plain first import of it failed with "Cannot require() ES Module … in a cycle")', async () => {
+    const dir = folder('ts-no-package');
+    writeFileSync(
+      join(dir, 'harness.config.ts'),
+      `const scripted: string = ${JSON.stringify(pluginModule('llm-scripted'))};\nexport default { defaults: { provider: 'scripted', model: 'scripted-default' }, plugins: [{ module: scripted }] };\n`,
+    );
+    const result = await harness(['run', 'hi'], { home: join(dir, 'home'), cwd: dir });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(readEvents(journalOf(result.stdout)).some((event) => event.type === 'turn/end' && event.data.reason === 'completed')).toBe(true);
+  });
+});
+
 describe('harness init', () => {
   it('scaffolds package.json (the dependency), a config on the built-in stack, a plugin and its test; refuses to overwrite', async () => {
     const dir = join(folder('init'), 'my-agent');
