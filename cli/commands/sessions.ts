@@ -48,7 +48,7 @@ export async function sessionsCommand(options: { json?: boolean; workspace?: str
         : oneLine(s.title ?? (s.importedFrom ? `(imported from ${s.importedFrom.format})` : s.parent ? `(fork of ${s.parent.sessionId.slice(0, 8)} at seq ${s.parent.seq})` : '—'), 48);
       const copy = s.headerId !== undefined ? c.yellow(` [copy: its header says session ${oneLine(s.headerId, 60)}]`) : '';
       const tokens = `${compactCount((s.usage.inputTokens ?? 0) + (s.usage.cacheReadTokens ?? 0) + (s.usage.cacheWriteTokens ?? 0))}/${compactCount(s.usage.outputTokens ?? 0)}`;
-      const where = s.cwd === undefined ? c.dim('—') : oneLine(homeRelative(s.cwd), 40);
+      const where = s.cwd === undefined ? c.dim('—') : pathTail(oneLine(homeRelative(s.cwd), Number.POSITIVE_INFINITY), 40);
       return [printable(s.id), `${title === '—' ? c.dim(title) : title}${copy}`, where, String(s.turnCount), tokens, formatAgo(s.lastUpdateAtMs)];
     });
     const head = ['ID', 'TITLE', 'WORKSPACE', 'TURNS', 'TOKENS in/out', 'UPDATED'];
@@ -131,4 +131,9 @@ export async function importDshCommand(file: string, options: { id?: string }, g
   } finally {
     await harness.dispose();
   }
+}
+
+/** A path cut to `max` characters from the left (`…/cookbook/demo-workspace`): its end names the folder. */
+function pathTail(path: string, max: number): string {
+  return path.length > max ? `…${path.slice(path.length - max + 1)}` : path;
 }
