@@ -7,8 +7,8 @@ import { existsSync } from 'node:fs';
 
 const source = new URL('../cli/bin.ts', import.meta.url);
 if (existsSync(source)) {
-  (await import('tsx/esm/api')).register();
-  (await import('tsx/cjs/api')).register(); // a project's `.ts` outside a "type": "module" package is CommonJS to Node
+  const { register } = await import('tsx/esm/api');
+  register();
   await import(source.href);
 } else {
   await import('../dist/cli/bin.js');

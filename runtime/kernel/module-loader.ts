@@ -69,14 +69,11 @@ export async function importGeneration(path: string): Promise<Record<string, unk
 
 let typeScript: Promise<boolean> | undefined;
 
-/** Registers tsx's loaders once (for a project's own TypeScript). Resolves false when it was already registered. */
+/** Registers tsx's ESM loader once (for a project's own TypeScript). Resolves false when it was already registered. */
 function registerTypeScript(): Promise<boolean> {
   if (typeScript !== undefined) return typeScript.then(() => false);
-  // Both of tsx's loaders: a `.ts` outside any `"type": "module"` package.json is CommonJS to Node,
-  // which the ESM loader alone hands to require() untransformed.
-  typeScript = Promise.all([import('tsx/esm/api'), import('tsx/cjs/api')]).then(([esm, cjs]) => {
-    esm.register();
-    cjs.register();
+  typeScript = import('tsx/esm/api').then(({ register: registerTsx }) => {
+    registerTsx();
     return true;
   });
   return typeScript;
