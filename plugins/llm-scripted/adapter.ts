@@ -6,16 +6,17 @@
  * same conversation yields the same bytes.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LlmAdapter, LlmError, type GenerateOptions, type ModelInfo, type ProviderInfo, type ReplayDegradeReport, type StreamChunk, type TokenUsage } from '../../runtime/index.ts';
+import { HarnessError, LlmAdapter, LlmError, type GenerateOptions, type ModelInfo, type ProviderInfo, type ReplayDegradeReport, type StreamChunk, type TokenUsage } from '../../runtime/index.ts';
 import { scriptContext, type ScriptFunction, type ScriptReply } from './script.ts';
 
 export interface ScriptedAdapterOptions {
   readonly scripts: ReadonlyMap<string, ScriptFunction>;
-  /** Delay between chunks, ms (0: as fast as possible). */
-  readonly paceMs: number;
-  /** Characters per text / reasoning / arguments fragment. */
-  readonly fragmentChars: number;
-  readonly contextWindow: number;
+  /** Delay between chunks, ms (default 0: as fast as possible). */
+  readonly paceMs?: number;
+  /** Characters per text / reasoning / arguments fragment (default 12; a positive integer). */
+  readonly fragmentChars?: number;
+  /** The context window the models report, tokens (default 128,000). */
+  readonly contextWindow?: number;
 }
 
 export class ScriptedAdapter extends LlmAdapter {
@@ -23,8 +24,17 @@ export class ScriptedAdapter extends LlmAdapter {
   /** Replay-state degradations seen (for tests and `harness` diagnostics). */
   readonly degraded: ReplayDegradeReport[] = [];
 
-  constructor(private readonly options: ScriptedAdapterOptions) {
+  private readonly options: Required<ScriptedAdapterOptions>;
+
+  /** @throws HarnessError `INVALID_CONFIG` when `fragmentChars` is not a positive integer or `paceMs` is negative. */
+  constructor(options: ScriptedAdapterOptions) {
     super();
+    this.options = { paceMs: 0, fragmentChars: 12, contextWindow: 128_000, ...options };
+    // The deltas are the content (block-end carries none): a bad fragment size would lose it silently.
+    if (!Number.isInteger(this.options.fragmentChars) || this.options.fragmentChars < 1) {
+      throw new HarnessError('INVALID_CONFIG', `ScriptedAdapter: fragmentChars must be a positive integer, got ${String(options.fragmentChars)}.`);
+    }
+    if (!(this.options.paceMs >= 0)) throw new HarnessError('INVALID_CONFIG', `ScriptedAdapter: paceMs must be 0 or more, got ${String(options.paceMs)}.`);
   }
 
   providerInfo(provider: string): ProviderInfo {

@@ -1,0 +1,40 @@
+/**
+ * The scripted adapter built by hand (as a plain-JS user does): unset options take their defaults,
+ * so the deltas carry the content (block-end carries none, by the block rule); a fragment size that
+ * would lose the content is refused.
+ */
+import { describe, expect, it } from 'vitest';
+import { HarnessError, type StreamChunk } from '../../runtime/index.ts';
+import { ScriptedAdapter } from '../../plugins/llm-scripted/index.ts';
+
+async function chunksOf(adapter: ScriptedAdapter): Promise<StreamChunk[]> {
+  const out: StreamChunk[] = [];
+  for await (const chunk of adapter.stream({ model: 'm', messages: [{ id: 'u', role: 'user', content: [{ type: 'text', text: 'hi' }], source: { kind: 'user' } }] } as never)) out.push(chunk);
+  return out;
+}
+
+describe('ScriptedAdapter options', () => {
+  it('defaults the fragment size: the text and the arguments arrive whole in their deltas', async () => {
+    const adapter = new ScriptedAdapter({ scripts: new Map([['m', () => ({ text: 'The sum is 42, as the tool said.', toolCalls: [{ name: 'add', arguments: { a: 2, b: 40 } }] })]]) });
+    const chunks = await chunksOf(adapter);
+    const text = chunks.flatMap((c) => (c.type === 'text-delta' ? [c.text] : [])).join('');
+    const args = chunks.flatMap((c) => (c.type === 'tool-call-delta' ? [c.arguments] : [])).join('');
+    expect(text).toBe('The sum is 42, as the tool said.');
+    expect(chunks.filter((c) => c.type === 'text-delta').length).toBe(3); // 12 characters a fragment
+    expect(JSON.parse(args)).toEqual({ a: 2, b: 40 });
+  });
+
+  it('refuses a fragment size that is not a positive integer, naming it', () => {
+    for (const fragmentChars of [0, -1, 1.5, Number.NaN]) {
+      const error = (() => {
+        try {
+          return new ScriptedAdapter({ scripts: new Map(), fragmentChars });
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(HarnessError.is(error) && error.code).toBe('INVALID_CONFIG');
+      expect((error as Error).message).toContain('fragmentChars must be a positive integer');
+    }
+  });
+});
