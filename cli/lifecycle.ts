@@ -67,6 +67,24 @@ export function onStop(handler: (request: StopRequest) => void): () => void {
   return () => handlers.delete(handler);
 }
 
+/**
+ * Waits until a long-running command (serve, view) should end: Ctrl-C resolves 0, a stop request its
+ * exit code (143 for SIGTERM, …).
+ */
+export function untilStopped(): Promise<number> {
+  return new Promise<number>((done) => {
+    const onSigint = (): void => {
+      disposeStop();
+      done(0);
+    };
+    process.once('SIGINT', onSigint);
+    const disposeStop = onStop((request) => {
+      process.off('SIGINT', onSigint);
+      done(request.exitCode);
+    });
+  });
+}
+
 /** Asks the running command to stop (see the module doc). */
 export function requestStop(request: StopRequest): void {
   if (requested !== undefined) {

@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import type { Harness } from '../../runtime/index.ts';
 import servePlugin, { checkToken, TOKEN_ENV, type ServeService, type StartOptions } from '../../plugins/serve/index.ts';
 import type { Io } from '../env.ts';
-import { onStop } from '../lifecycle.ts';
+import { untilStopped } from '../lifecycle.ts';
 import { checkWorkspace, openHarness, storeName, type GlobalOptions } from '../setup.ts';
 
 export interface ServeOptions {
@@ -43,14 +43,7 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
     if (server.tokenGenerated) io.out.write(`token: ${server.token}\n(set ${TOKEN_ENV} to choose it; send it as "Authorization: Bearer <token>")\n`);
     if (server.host !== '127.0.0.1' && server.host !== '::1')
       io.err.write(io.c.yellow(`warning: bound to ${server.host}: anyone who can reach it and has the token can run tools in your workspaces\n`));
-    const code = await new Promise<number>((done) => {
-      const onSigint = (): void => done(0);
-      process.once('SIGINT', onSigint);
-      onStop((request) => {
-        process.off('SIGINT', onSigint);
-        done(request.exitCode);
-      });
-    });
+    const code = await untilStopped();
     await server.close();
     return code;
   } finally {

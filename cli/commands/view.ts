@@ -11,7 +11,7 @@ import { HarnessError } from '../../runtime/index.ts';
 import { sessionsDir } from '../../runtime/internal.ts';
 import { checkToken, defaultViewerDir, serveConfigSchema, startServer } from '../../plugins/serve/index.ts';
 import type { Io } from '../env.ts';
-import { onStop } from '../lifecycle.ts';
+import { untilStopped } from '../lifecycle.ts';
 import { openHarnessForReading, sessionPath, type GlobalOptions } from '../setup.ts';
 
 export interface ViewOptions {
@@ -38,14 +38,7 @@ export async function viewCommand(session: string | undefined, options: ViewOpti
     const server = await startServer(harness, serveConfigSchema.parse({ port: options.port ?? 0, host: '127.0.0.1' }), { readOnly: true });
     const url = `${server.url}/viewer/${id === undefined ? '' : `?session=${encodeURIComponent(id)}`}#token=${encodeURIComponent(server.token)}`;
     io.out.write(`harness view: ${url}\n${io.c.dim(`read-only, sessions in ${harness.dataDir}; Ctrl-C stops`)}\n`);
-    const code = await new Promise<number>((done) => {
-      const onSigint = (): void => done(0);
-      process.once('SIGINT', onSigint);
-      onStop((request) => {
-        process.off('SIGINT', onSigint);
-        done(request.exitCode);
-      });
-    });
+    const code = await untilStopped();
     await server.close();
     return code;
   } finally {
