@@ -4,12 +4,12 @@
  * two servers sharing one database: a stream opened on one follows the turn the other runs, and
  * resumed with Last-Event-ID it sees every event exactly once. A store that cannot serve (no
  * lease, no live tail) is refused with STORE_UNSUPPORTED naming it. A real server
- * (test/store/postgres.ts).
+ * (test/support/postgres.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, FileJournalStore, readJournal, storeSource, type AnySessionEvent, type JournalStore } from '../../runtime/index.ts';
 import { TurnService } from '../../plugins/serve/index.ts';
-import { startPostgres, type TestPostgres } from '../store/postgres.ts';
+import { startPostgres, type TestPostgres } from '../support/postgres.ts';
 import { tempDir } from '../agent/support.ts';
 import { openStream, readUntil, serve, type Served } from './support.ts';
 

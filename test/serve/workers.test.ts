@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readJournal, type AnySessionEvent } from '../../runtime/index.ts';
 import { journalPath } from '../../runtime/internal.ts';
 import { tempDir } from '../agent/support.ts';
-import { startPostgres, type TestPostgres } from './postgres.ts';
+import { startPostgres, type TestPostgres } from '../support/postgres.ts';
 import { TOKEN } from './support.ts';
 
 const WORKERS = 3;

@@ -3,13 +3,13 @@
  * as the JSONL journal the file store holds, `harness import harness` loads one into the store of
  * `--store` (refusing an id it holds), and run -r, sessions, replay, --verify, --at and fork work
  * on a PostgreSQL store through the same `--store`. The round trip file → postgres → file is
- * byte-equal. A real server (test/store/postgres.ts).
+ * byte-equal. A real server (test/support/postgres.ts).
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { harness, tempDir } from '../cli/support.ts';
-import { startPostgres, type TestPostgres } from './postgres.ts';
+import { startPostgres, type TestPostgres } from '../support/postgres.ts';
 
 let server: TestPostgres;
 let pg: string;

@@ -1,6 +1,6 @@
 /**
  * The store contract, run unchanged against the JSONL file store and the PostgreSQL store (a real
- * server this file starts: test/store/postgres.ts): append in batches and checkpoint, one writer,
+ * server: test/support/postgres.ts): append in batches and checkpoint, one writer,
  * repair after the writer is killed, live tail, fork, cassette (recorded calls), and the export
  * round trip (byte-equal, across stores).
  */
@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUserMessage, exportSession, forkSession, HarnessError, importJournal, readJournal, recordedCalls, storeSource, type AnySessionEvent, type JournalStore } from '../../runtime/index.ts';
 import { createJournal, openJournal } from '../../runtime/internal.ts';
 import { projectRoot } from '../session/support.ts';
-import { startPostgres, type TestPostgres } from './postgres.ts';
+import { startPostgres, type TestPostgres } from '../support/postgres.ts';
 import { openStore } from './stores.ts';
 
 let server: TestPostgres;
