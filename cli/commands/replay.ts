@@ -10,11 +10,9 @@ import {
   listChildSessions,
   openSession,
   readJournal,
-  readJournalHeader,
   recordedCalls,
   type AnySessionEvent,
   type Harness,
-  type JournalStore,
   type OpenedSession,
   type SessionHeader,
   type SessionState,
@@ -24,7 +22,7 @@ import type { Io } from '../env.ts';
 import { formatUsage, oneLine, printable } from '../format.ts';
 import { markdownFor } from '../markdown.ts';
 import { TranscriptPrinter } from '../render.ts';
-import { openHarnessForReading, sessionHeader, sessionRef, sessionSource, type GlobalOptions } from '../setup.ts';
+import { openHarnessForReading, refOfSession, sessionHeader, sessionRef, sessionSource, type GlobalOptions } from '../setup.ts';
 
 export interface ReplayOptions {
   readonly json?: boolean;
@@ -98,7 +96,6 @@ export async function replayCommand(session: string, options: ReplayOptions, glo
 
 /** `path`: a journal path in the file store, a session id in another (see `sessionRef`). */
 async function transcript(harness: Harness, path: string, options: ReplayOptions, io: Io): Promise<number> {
-  const store = harness.store;
   const header = await sessionHeader(harness, path);
   const skipped: string[] = [];
   const onSkip = (line: { lineNumber: number; reason: string }) => skipped.push(`line ${line.lineNumber}: ${line.reason}`);
@@ -112,7 +109,7 @@ async function transcript(harness: Harness, path: string, options: ReplayOptions
     const usage: Record<string, number> = {};
     let turns = 0;
     let last = 0;
-    const children = await ChildTranscripts.of(header.id, store, io, '      ');
+    const children = await ChildTranscripts.of(header.id, harness, io, '      ');
     for await (const event of events) {
       children.before(event);
       printer.event(event);
@@ -146,18 +143,20 @@ class ChildTranscripts {
     private readonly indent: string,
   ) {}
 
-  static async of(parentId: string, store: JournalStore, io: Io, indent: string): Promise<ChildTranscripts> {
+  /** The children are found and read through the harness's store (any store, not only journal files). */
+  static async of(parentId: string, harness: Harness, io: Io, indent: string): Promise<ChildTranscripts> {
     const children = [];
-    for (const summary of await listChildSessions(parentId, store)) {
+    for (const summary of await listChildSessions(parentId, harness.store)) {
+      const ref = refOfSession(harness, summary);
       const turns = new Map<number, AnySessionEvent[]>();
       let turn = 1;
-      for await (const event of readJournal(summary.path)) {
+      for await (const event of readJournal(sessionSource(harness, ref))) {
         if (event.type === 'turn/start') turn = event.data.turn;
         const list = turns.get(turn) ?? [];
         list.push(event);
         turns.set(turn, list);
       }
-      children.push({ header: await readJournalHeader(summary.path), turns, nested: await ChildTranscripts.of(summary.id, store, io, `${indent}      `) });
+      children.push({ header: await sessionHeader(harness, ref), turns, nested: await ChildTranscripts.of(summary.id, harness, io, `${indent}      `) });
     }
     return new ChildTranscripts(children, io, indent);
   }
