@@ -168,6 +168,7 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
   const dataDir = fileDir ?? resolveDataDir(options.dataDir ?? config.dataDir, baseDir);
   for (const hook of ['agent/request', 'agent/pre-step', 'agent/request-error', 'tools/execute'] as const) kernel.bus.declare(hook, 'waterfall');
   kernel.bus.declare('session/event', 'sink');
+  kernel.bus.declare('session/written', 'emit');
   const tools = new ToolRegistry();
   const paths: HarnessPaths = Object.freeze({ baseDir, dataDir });
   const sessionsService: SessionsService = Object.freeze({ create: (options?: CreateSessionOptions) => harness.createSession(options) });

@@ -166,6 +166,7 @@ export type {
   AnySessionEvent,
   SessionHeader,
   SessionEventDelivery,
+  SessionWrittenBatch,
   ParentSessionLink,
   ForwardedEvent,
 } from './session/events.ts';

@@ -4,7 +4,7 @@
  * by declaration merging on {@link SessionEventMap}; a reader refuses an unknown type unless the
  * record says `"ignorable": true`.
  */
-import type { SinkHook } from '../kernel/bus.ts';
+import type { EmitHook, SinkHook } from '../kernel/bus.ts';
 import type { AssistantMessage, CallId, FinishReason, LlmCallConfig, LlmFailure, Message, StreamChunk, TokenUsage, ToolResultMessage, ToolSpec, UserMessage } from '../llm/types.ts';
 
 /** Why a turn ended. */
@@ -181,9 +181,30 @@ export interface SessionEventDelivery {
   readonly parentSessionId?: string;
 }
 
+/**
+ * `session/written` payload: one batch the store has written, emitted once per `lease.write` that
+ * succeeded, in seq order, by the journal writer of this process. Only written events are in it —
+ * never one that a crash could still lose and a repair then replace — so a live view that must
+ * show nothing the store does not hold (`harness serve`'s event streams) follows this hook, not
+ * `session/event`. Written means: the file store's `write(2)` of the batch returned (the lines are
+ * in the operating system: they survive the process being killed, and are fsynced at the next
+ * checkpoint, so a machine crash before it can still lose them); the PostgreSQL store's
+ * transaction committed (durable).
+ */
+export interface SessionWrittenBatch {
+  readonly sessionId: string;
+  /** The session's parent, when it is a child session (its header's `parentSession.sessionId`). */
+  readonly parentSessionId?: string;
+  /** The batch's events, contiguous, in seq order (frozen: the same objects `session/event` delivered). */
+  readonly events: readonly AnySessionEvent[];
+  /** Seq of the batch's last event: every event up to it is written. */
+  readonly lastSeq: number;
+}
+
 declare module '../kernel/bus.ts' {
   interface HookMap {
     'session/event': SinkHook<SessionEventDelivery>;
+    'session/written': EmitHook<SessionWrittenBatch>;
   }
 }
 

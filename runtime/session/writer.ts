@@ -15,6 +15,11 @@
  * The loop checkpoints before a model call is dispatched, before a tool body runs and at turn end:
  * a crash loses at most what was appended since the last checkpoint (in the file store at most the
  * last line is torn).
+ *
+ * Two hooks see the events: the `session/event` sink gets each one as it is appended (live, before
+ * it is written: a crash can lose it, and a repair then reuse its seq), and `session/written` gets
+ * each batch once its `lease.write` succeeded — what a view that must never show an unstored
+ * event follows.
  */
 import type { HookBus } from '../kernel/bus.ts';
 import { HarnessError } from '../kernel/errors.ts';
@@ -39,8 +44,16 @@ const QUEUED_EVENT_BYTES = 160;
 /** The least time between two background writes (while appends keep coming), ms. */
 const FLUSH_INTERVAL_MS = 100;
 
+/** A recorded event queued with its line text (import, fork), written verbatim. */
+class RawRecord {
+  constructor(
+    readonly event: AnySessionEvent,
+    readonly line: string,
+  ) {}
+}
+
 export interface JournalIoOptions {
-  /** Delivers every appended event on the `session/event` sink. */
+  /** Delivers every appended event on the `session/event` sink, and every written batch on `session/written`. */
   readonly bus?: HookBus;
   /**
    * Background flush delay in ms. 0 (default): the next turn of the event loop, but at most one
@@ -86,8 +99,8 @@ export class StoreJournal implements SessionJournal {
   private readonly flushBytes: number;
   /** When the last background write started (performance.now()). */
   private lastWriteAtMs = Number.NEGATIVE_INFINITY;
-  /** Frozen events to serialise, or raw lines (without `\n`), in seq order. */
-  private queue: (AnySessionEvent | string)[] = [];
+  /** Frozen events to serialise, or recorded events with their lines, in seq order. */
+  private queue: (AnySessionEvent | RawRecord)[] = [];
   private queuedBytes = 0;
   private scheduled = false;
   private writing: Promise<void> | undefined;
@@ -109,7 +122,10 @@ export class StoreJournal implements SessionJournal {
     this.flushDelayMs = init.flushDelayMs ?? 0;
     this.flushIntervalMs = init.flushIntervalMs ?? FLUSH_INTERVAL_MS;
     this.flushBytes = init.flushBytes ?? FLUSH_BYTES;
-    if (this.bus !== undefined) this.bus.declare('session/event', 'sink');
+    if (this.bus !== undefined) {
+      this.bus.declare('session/event', 'sink');
+      this.bus.declare('session/written', 'emit');
+    }
     openJournals.add(this);
     installExitHook();
   }
@@ -161,7 +177,7 @@ export class StoreJournal implements SessionJournal {
       this.queue.push(event);
       this.queuedBytes += QUEUED_EVENT_BYTES;
     } else {
-      this.queue.push(raw);
+      this.queue.push(new RawRecord(event, raw));
       this.queuedBytes += raw.length + 1;
     }
     if (this.queuedBytes >= this.flushBytes) {
@@ -269,13 +285,15 @@ export class StoreJournal implements SessionJournal {
     if (this.failure !== undefined) return Promise.reject(this.writeFailed());
     const writing = (async () => {
       try {
-        const lines = linesOf(this.queue);
+        const batch = this.queue;
+        const lines = linesOf(batch);
         const firstSeq = this.seq - lines.length + 1;
         this.queue = [];
         this.queuedBytes = 0;
         this.lastWriteAtMs = performance.now();
         await this.lease.write(firstSeq, lines);
         this.unsynced = true;
+        this.written(batch, firstSeq + lines.length - 1);
       } catch (error) {
         this.failure = error;
         this.bus?.report({ level: 'error', code: 'JOURNAL_WRITE_FAILED', source: 'session', message: `Writing ${this.path} failed: ${error instanceof Error ? error.message : String(error)}`, error });
@@ -291,6 +309,19 @@ export class StoreJournal implements SessionJournal {
     })();
     this.writing = writing;
     return writing;
+  }
+
+  /** Emits `session/written` for a batch the lease wrote (once per write, never per event). */
+  private written(batch: readonly (AnySessionEvent | RawRecord)[], lastSeq: number): void {
+    const bus = this.bus;
+    if (bus === undefined || bus.count('session/written') === 0) return;
+    const events: AnySessionEvent[] = new Array(batch.length);
+    for (let i = 0; i < batch.length; i++) {
+      const entry = batch[i]!;
+      events[i] = entry instanceof RawRecord ? entry.event : entry;
+    }
+    const parent = this.header.parentSession?.sessionId;
+    bus.emit('session/written', parent === undefined ? { sessionId: this.id, events, lastSeq } : { sessionId: this.id, parentSessionId: parent, events, lastSeq });
   }
 
   private async sync(): Promise<void> {
@@ -337,11 +368,11 @@ export class ReadOnlyJournal implements SessionJournal {
  * The lines of a queue: events serialised now, raw lines as they are. The first seq is the
  * journal's `seq - lines.length + 1`: the queue always ends at the last seq appended.
  */
-function linesOf(queue: readonly (AnySessionEvent | string)[]): string[] {
+function linesOf(queue: readonly (AnySessionEvent | RawRecord)[]): string[] {
   const lines: string[] = new Array(queue.length);
   for (let i = 0; i < queue.length; i++) {
     const entry = queue[i]!;
-    lines[i] = typeof entry === 'string' ? entry : eventLine(entry);
+    lines[i] = entry instanceof RawRecord ? entry.line : eventLine(entry);
   }
   return lines;
 }

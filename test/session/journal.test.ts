@@ -182,6 +182,44 @@ describe('the JSONL store', () => {
     expect(seen).toEqual(['s1:1:turn/start', 's1:2:step/start']);
   });
 
+  it('emits session/written once per written batch, with its events, when the file holds them', async () => {
+    const bus = new HookBus();
+    bus.declare('session/written', 'emit');
+    const batches: { seqs: number[]; lastSeq: number; inFile: number[] }[] = [];
+    let path = '';
+    bus.add('session/written', ({ sessionId, events, lastSeq }: { sessionId: string; events: readonly AnySessionEvent[]; lastSeq: number }) => {
+      expect(sessionId).toBe('w1');
+      const inFile = readFileSync(path, 'utf8')
+        .split('\n')
+        .slice(1)
+        .filter(Boolean)
+        .map((line) => (JSON.parse(line) as { seq: number }).seq);
+      batches.push({ seqs: events.map((e) => e.seq), lastSeq, inFile });
+    });
+    const journal = await newJournal({ id: 'w1', bus });
+    path = journal.path;
+    journal.append('turn/start', { turn: 1 });
+    journal.append('step/start', { turn: 1, step: 1 });
+    expect(batches).toEqual([]); // appended, not written yet
+    await journal.checkpoint();
+    journal.append('step/end', { turn: 1, step: 1 });
+    journal.append('turn/end', { turn: 1, reason: 'completed' });
+    await journal.close();
+    expect(batches).toEqual([
+      { seqs: [1, 2], lastSeq: 2, inFile: [1, 2] },
+      { seqs: [3, 4], lastSeq: 4, inFile: [1, 2, 3, 4] },
+    ]);
+    // The very objects appended (frozen), not copies.
+    const seen: AnySessionEvent[] = [];
+    const again = await openJournal('w1', { dataDir: data.dir, bus });
+    const dispose = bus.add('session/written', ({ events }: { events: readonly AnySessionEvent[] }) => void seen.push(...events));
+    const appended = again.journal.append('session/title', { title: 'written' }) as AnySessionEvent;
+    await again.journal.close();
+    dispose();
+    expect(seen).toEqual([appended]);
+    expect(seen[0]).toBe(appended);
+  });
+
   it('resolves ids and paths', () => {
     expect(resolveSessionPath('abc', '/data')).toBe('/data/sessions/abc.jsonl');
     expect(resolveSessionPath('/x/y.jsonl', '/data')).toBe('/x/y.jsonl');
