@@ -1,7 +1,8 @@
 /**
- * Live tails of session events: one `session/event` sink for the whole server, fanned out to the
- * subscribers of each session. A subscriber is an async queue; a tail is "the events after seq N,
- * then every new one", each exactly once and in seq order (see `TurnService.events`).
+ * Live tails of session events: one `session/written` observer for the whole server (the batches
+ * this process's journals have written), fanned out to the subscribers of each session. A
+ * subscriber is an async queue; a tail is "the events after seq N, then every new one", each
+ * exactly once and in seq order (see `TurnService.events`).
  */
 import type { AnySessionEvent } from '../../runtime/index.ts';
 
@@ -78,7 +79,7 @@ export class EventQueue implements AsyncIterableIterator<AnySessionEvent> {
   }
 }
 
-/** Subscribers per session; `dispatch` is the sink's body (synchronous, on the append path). */
+/** Subscribers per session; `dispatch` is the observer's body (synchronous, once per written batch). */
 export class FanOut {
   private readonly subscribers = new Map<string, Set<(event: AnySessionEvent) => void>>();
 
@@ -95,10 +96,11 @@ export class FanOut {
     };
   }
 
-  dispatch(sessionId: string, event: AnySessionEvent): void {
+  /** Passes a written batch (in seq order) to each subscriber of its session. */
+  dispatch(sessionId: string, events: readonly AnySessionEvent[]): void {
     const set = this.subscribers.get(sessionId);
     if (set === undefined) return;
-    for (const listener of set) listener(event);
+    for (const listener of set) for (const event of events) listener(event);
   }
 
   count(sessionId: string): number {

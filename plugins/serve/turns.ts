@@ -35,6 +35,7 @@ import {
   type SessionEvent,
   type SessionState,
   type SessionSummary,
+  type SessionWrittenBatch,
   type TokenUsage,
 } from '../../runtime/index.ts';
 import { alreadyDecided, ApprovalDesk, type ApprovalReply, type PendingApproval } from './approvals.ts';
@@ -131,6 +132,12 @@ export interface SessionInfo {
   readonly parent?: { readonly sessionId: string; readonly seq: number };
 }
 
+/** An open stream of `TurnService.events`. */
+interface OpenStream {
+  /** Passes on what the store holds after the stream's last event, then ends the stream. */
+  drain(): Promise<void>;
+}
+
 interface Running {
   readonly controller: AbortController;
   session?: AgentSession;
@@ -162,6 +169,8 @@ export class TurnService {
   private readonly desk = new ApprovalDesk();
   private readonly fanOut = new FanOut();
   private readonly running = new Map<string, Running>();
+  /** The streams of {@link events} that are open (drained at close). */
+  private readonly streams = new Set<OpenStream>();
   private readonly disposers: (() => void)[] = [];
   private closed = false;
 
@@ -171,9 +180,9 @@ export class TurnService {
     this.options = options;
     this.approvalTimeoutMs = options.approvalTimeoutMs ?? 300_000;
     this.disposers.push(useEventTypes());
-    this.disposers.push(
-      harness.kernel.bus.add('session/event', (delivery: { sessionId: string; event: AnySessionEvent }) => this.fanOut.dispatch(delivery.sessionId, delivery.event), { owner: 'serve' }),
-    );
+    // Written batches, not appended events: a stream never shows what a crash could still lose.
+    harness.kernel.bus.declare('session/written', 'emit');
+    this.disposers.push(harness.kernel.bus.add('session/written', (batch: SessionWrittenBatch) => this.fanOut.dispatch(batch.sessionId, batch.events), { owner: 'serve' }));
   }
 
   /**
@@ -452,19 +461,32 @@ export class TurnService {
   }
 
   /**
-   * The session's events after seq `after` (default 0: all), then each new one as it is journaled
-   * — by this process or by any other writing to the same store — each exactly once in seq order,
-   * until `signal` aborts or the iterator is returned.
+   * The session's events after seq `after` (default 0: all), then each new one as the store writes
+   * it — by this process or by any other writing to the same store — each exactly once in seq
+   * order, until `signal` aborts, the iterator is returned, or the service closes (it then first
+   * passes on every event stored by then: see {@link close}).
+   *
+   * Only stored events are passed on, never one a crash could still lose (and a repair then
+   * replace at the same seq): the file store's written lines (in the operating system, so they
+   * survive the server being killed; fsynced at the turn's next checkpoint, so a machine crash
+   * before it could still lose them), the PostgreSQL store's committed rows.
+   *
+   * Latency: a turn this process runs reaches its streams when its batch is written — at most the
+   * journal's flush interval (100 ms) after the event was appended, plus one `write(2)` or one
+   * COMMIT. A turn another process runs arrives through the store's tail: with PostgreSQL on the
+   * `NOTIFY` after each committed batch (else at the tail's poll, `tailPollMs`), with the file
+   * store on a change notice of the file (else at its 250 ms poll).
    * @throws HarnessError `INVALID_SESSION_ID`. A session the store does not hold ends the
    *   iteration at once (check first with {@link requireSession}).
    */
   events(sessionId: string, options: { after?: number; signal?: AbortSignal } = {}): EventQueue {
     const id = checkId(sessionId);
-    // Two sources, merged by seq: the store's tail (what is written, by any process, from `after`
-    // on) and this process's appends (live, from the moment of subscribing, before they are
-    // flushed). Subscribing comes first, so every event is in one of them or both; an event is
-    // passed on only as the next seq, so none is repeated, and one that arrives early waits for
-    // the gap before it to fill.
+    // Two sources of stored events, merged by seq: the store's tail (what is stored, by any
+    // process, from `after` on) and the batches this process writes (from the moment of
+    // subscribing). Subscribing comes first, so every event is in one of them or both; an event
+    // is passed on only as the next seq, so none is repeated, and one that arrives early waits for
+    // the gap before it to fill. Both hold only stored lines, which are never rewritten, so the
+    // two never disagree about a seq.
     let last = options.after ?? 0;
     const early = new Map<number, AnySessionEvent>();
     const offer = (event: AnySessionEvent): void => {
@@ -484,20 +506,35 @@ export class TurnService {
     const unsubscribe = this.fanOut.subscribe(sessionId, offer);
     const tailing = new AbortController();
     const onAbort = (): void => queue.close();
+    const stream: OpenStream = {
+      // What the store holds after the last event passed on, then the end (the service closes).
+      drain: async () => {
+        tailing.abort();
+        if (queue.isClosed) return;
+        try {
+          for await (const event of readJournal(storeSource(this.harness.store, id, { fromSeq: last + 1 }))) offer(event);
+        } finally {
+          queue.close();
+        }
+      },
+    };
     const queue = new EventQueue(() => {
       unsubscribe();
       tailing.abort();
+      this.streams.delete(stream);
       options.signal?.removeEventListener('abort', onAbort);
     });
-    if (options.signal?.aborted) queue.close();
+    this.streams.add(stream);
+    if (options.signal?.aborted || this.closed) queue.close();
     options.signal?.addEventListener('abort', onAbort, { once: true });
     (async () => {
-      await this.flushRunning(sessionId);
       for await (const event of readJournal(tailSource(this.harness.store, id, last, tailing.signal))) {
-        if (queue.isClosed) return;
+        if (queue.isClosed || tailing.signal.aborted) return;
         offer(event);
       }
-    })().catch(() => queue.close());
+    })().catch(() => {
+      if (!tailing.signal.aborted) queue.close();
+    });
     return queue;
   }
 
@@ -506,7 +543,11 @@ export class TurnService {
     return this.fanOut.count(sessionId);
   }
 
-  /** Aborts every running turn, waits for them to be journaled and closed, stops the sink. */
+  /**
+   * Aborts every running turn and waits for them to be journaled and closed; then ends every
+   * stream of {@link events} after passing on every event the store holds by then (a client that
+   * read a stream to its end has seen all of the session there was); stops the sink.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -515,6 +556,7 @@ export class TurnService {
       return running.done;
     });
     await Promise.all(done);
+    await Promise.all([...this.streams].map((stream) => stream.drain().catch(() => undefined)));
     for (const dispose of this.disposers.splice(0).reverse()) dispose();
   }
 

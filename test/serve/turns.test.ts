@@ -1,10 +1,13 @@
 /**
  * The turn API in-process (plugins/serve TurnService), as an embedder uses it without HTTP; and a
- * server closing while a turn runs and a stream is open.
+ * server closing while a turn runs and a stream is open, or while a stream follows a turn another
+ * server ran.
  */
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { AnySessionEvent } from '../../runtime/index.ts';
 import { TurnService } from '../../plugins/serve/index.ts';
+import { tempDir } from '../agent/support.ts';
 import { openStream, serve } from './support.ts';
 
 describe('TurnService in-process', () => {
@@ -79,5 +82,36 @@ describe('TurnService in-process', () => {
     const { events } = await s.server.turns.readEvents(id, { limit: 10_000 });
     expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } });
     await s.harness.dispose();
+  });
+
+  it('closing a server ends each stream only after it passed on every event the store holds', async () => {
+    // Two servers on one data directory: B's stream follows, through the store, a turn A runs.
+    const store = `file:${join(tempDir('harness-drain-'), 'data')}`;
+    const a = await serve({}, { paceMs: 1, store });
+    const b = await serve({}, { store });
+    try {
+      const { id } = (await a.api('POST', '/v1/sessions', {})).body.session;
+      const stream = openStream(`${b.server.url}/v1/sessions/${id}/stream`);
+      const first = stream.frames.next(); // connects
+      expect(await stream.status).toBe(200);
+      await a.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'a long one' });
+      await a.server.turns.turnEnd(id, 1);
+      // The turn is stored to its end; B closes at once, its streams however far behind it they are
+      // (one in-process, opened just now, has read nothing yet).
+      const late = b.server.turns.events(id);
+      const closed = b.server.close();
+      const seen: AnySessionEvent[] = [];
+      for (let next = await first; !next.done; next = await stream.frames.next()) seen.push(JSON.parse(next.value.data));
+      await closed;
+      const lateSeen: AnySessionEvent[] = [];
+      for await (const event of late) lateSeen.push(event);
+      const { events } = await a.server.turns.readEvents(id, { limit: 10_000 });
+      expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'completed' } });
+      expect(seen).toEqual(events);
+      expect(lateSeen).toEqual(events);
+    } finally {
+      await a.close();
+      await b.close();
+    }
   });
 });

@@ -1,7 +1,10 @@
 /**
- * One `harness serve` worker for the multi-worker test: the scripted model (a tool call, then an
- * answer), the test tools, every call allowed, the shared data directory and the queue database
- * from the environment. Prints `listening <url>` and serves until killed.
+ * One `harness serve` worker for the multi-worker tests: the scripted model (a tool call, then an
+ * answer), the test tools, every call allowed. From the environment: the data directory
+ * (`WORKER_DATA_DIR`), the journal store (`WORKER_STORE`, default the data directory's file store;
+ * a `postgres://` URL loads journal-postgres), the queue database (`WORKER_QUEUE_URL`; without it
+ * a submitted turn runs in the worker that took it), the model's pace (`WORKER_PACE_MS`). Prints
+ * `listening <url>` and serves until killed.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,11 +23,17 @@ writeFileSync(
     ],
   }),
 );
+const store = process.env.WORKER_STORE;
 const harness = await createHarness({
   dataDir,
+  ...(store ? { store } : {}),
   config: {
     defaults: { provider: 'scripted', model: 'test' },
-    plugins: [{ module: plugin('llm-scripted'), config: { paceMs: Number(process.env.WORKER_PACE_MS ?? 15), fragmentChars: 6, scripts: { test: scriptPath } } }, { module: plugin('approvals') }],
+    plugins: [
+      { module: plugin('llm-scripted'), config: { paceMs: Number(process.env.WORKER_PACE_MS ?? 15), fragmentChars: 6, scripts: { test: scriptPath } } },
+      { module: plugin('approvals') },
+      ...(store?.startsWith('postgres') ? [{ module: plugin('journal-postgres'), config: { tailPollMs: 500 } }] : []),
+    ],
   },
 });
 harness.ctx.tools.register(
@@ -39,7 +48,8 @@ harness.ctx.tools.register(
     },
   }),
 );
-const server = await startServer(harness, serveConfigSchema.parse({ port: 0, approvalPolicy: 'allow-all', queue: process.env.WORKER_QUEUE_URL, queueConcurrency: 4, queueExpireSeconds: 2 }), {
+const queue = process.env.WORKER_QUEUE_URL;
+const server = await startServer(harness, serveConfigSchema.parse({ port: 0, approvalPolicy: 'allow-all', ...(queue ? { queue } : {}), queueConcurrency: 4, queueExpireSeconds: 2 }), {
   token: process.env.WORKER_TOKEN!,
   cwd: dataDir,
   queueTuning: { retryDelaySeconds: 1, pollingIntervalSeconds: 0.5, maintenanceIntervalSeconds: 1 },
