@@ -173,6 +173,7 @@ export type {
 export type { SessionState, PendingToolCall, SessionJournal, AppendOptions, RepairReport } from './session/types.ts';
 export { registerEventType, type EventReducer, type EventTypeOptions, type Surface } from './session/registry.ts';
 export { foldEvents, stateAt } from './session/fold.ts';
+export { checkTraceContext, type TraceContext, type TraceContextCheck } from './session/trace-context.ts';
 export { readJournal, readJournalHeader, openSession, type ReadJournalOptions, type OpenedSession, type OpenSessionOptions, type SkippedLine } from './session/reader.ts';
 export { forkSession, listSessions, listChildSessions, recordedCalls, type ForkOptions, type ForkedJournal, type RecordedCall } from './session/replay.ts';
 export type { SessionSummary } from './session/summary.ts';

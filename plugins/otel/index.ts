@@ -4,7 +4,9 @@
  *
  * A projection of the journal: the plugin observes every journaled event on the `session/event`
  * sink and feeds it to the same {@link SessionTracer} that `harness export <session> --otel` feeds
- * from a journal, so a live run's spans and its journal's spans are the same (ids aside). The sink
+ * from a journal, so a live run's spans and its journal's spans are the same (ids aside). A turn's
+ * own W3C trace context (journaled on its `turn/start`: `session.run(…, { trace })`, a `traceparent`
+ * header in `harness serve`) parents its spans. The sink
  * only queues (a span is built and ended synchronously; the BatchSpanProcessor exports on its own
  * timer), so a slow or dead collector never slows or fails a turn: a full queue drops spans, counted
  * (`ctx.otel.stats()`, and an `OTEL_SPANS_DROPPED` warning when the plugin unloads).

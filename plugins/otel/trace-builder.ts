@@ -6,7 +6,7 @@
  *
  * Spans (names and attributes per the GenAI conventions, see conventions.ts):
  * - `invoke_agent <agent>` (INTERNAL): a turn, `turn/start` → `turn/end`; the root of its own trace,
- *   or a child of the incoming `TRACEPARENT`.
+ *   or a child of the trace context journaled on its `turn/start`, else of the incoming `TRACEPARENT`.
  *   - `step` (INTERNAL): `step/start` → `step/end`.
  *     - `chat <model>` (CLIENT): one model call, from when it could be dispatched (the step's start,
  *       the request header or compaction just before it, or the end of a retry's wait) to its finish
@@ -35,6 +35,7 @@ import {
 } from '../../runtime/index.ts';
 import { ERROR_TYPE, finishReasonOf, GEN_AI, HARNESS, OPERATION, usageAttributes } from './conventions.ts';
 import type { GenAiMetrics } from './metrics.ts';
+import { parentFromTraceparent } from './pipeline.ts';
 
 export interface SessionTracerOptions {
   readonly tracer: Tracer;
@@ -42,7 +43,11 @@ export interface SessionTracerOptions {
   readonly metrics?: GenAiMetrics;
   /** `gen_ai.conversation.id` of every span. */
   readonly sessionId: string;
-  /** The parent of every turn span (an incoming `TRACEPARENT`); absent: each turn starts a trace. */
+  /**
+   * The parent of every turn span (an incoming `TRACEPARENT`); absent: each turn starts a trace. A
+   * turn's own trace context (journaled on its `turn/start`, e.g. from a `traceparent` header in
+   * `harness serve`) comes first.
+   */
   readonly parent?: Context;
   /** Export prompts, completions, tool arguments and results. Default false. */
   readonly captureContent?: boolean;
@@ -224,7 +229,10 @@ export class SessionTracer {
 
   private startTurn(event: SessionEvent<'turn/start'>): void {
     if (this.turn !== undefined) this.close(event.atMs);
-    const parent = this.options.parent ?? ROOT_CONTEXT;
+    // The turn's own context (journaled from its caller), then the session's.
+    const own = event.data.trace === undefined ? undefined : parentFromTraceparent(event.data.trace.traceparent, event.data.trace.tracestate);
+    const inherited = own ?? this.options.parent;
+    const parent = inherited ?? ROOT_CONTEXT;
     const span = this.options.tracer.startSpan(
       `${OPERATION.INVOKE_AGENT} ${this.agentName}`,
       {
@@ -236,7 +244,7 @@ export class SessionTracer {
           [GEN_AI.CONVERSATION_ID]: this.options.sessionId,
           [HARNESS.TURN]: event.data.turn,
         },
-        ...(this.options.parent === undefined ? { root: true } : {}),
+        ...(inherited === undefined ? { root: true } : {}),
       },
       parent,
     );

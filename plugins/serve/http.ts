@@ -197,10 +197,12 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
         },
       },
     },
-    async (request, reply) =>
-      options.queue
-        ? reply.code(202).send({ job: await options.queue.submit(request.params.id, request.body) })
-        : reply.code(202).send({ turn: await turns.submitTurn(request.params.id, request.body) }),
+    async (request, reply) => {
+      // The caller's W3C trace context parents the turn's spans (the runtime checks it; a malformed one is ignored).
+      const { traceparent, tracestate } = request.headers;
+      const input = typeof traceparent === 'string' ? { ...request.body, trace: { traceparent, ...(typeof tracestate === 'string' ? { tracestate } : {}) } } : request.body;
+      return options.queue ? reply.code(202).send({ job: await options.queue.submit(request.params.id, input) }) : reply.code(202).send({ turn: await turns.submitTurn(request.params.id, input) });
+    },
   );
 
   app.post<{ Params: { id: string } }>('/v1/sessions/:id/abort', { schema: { params: sessionParams } }, async (request, reply) => reply.code(202).send(await turns.abortTurn(request.params.id)));

@@ -37,6 +37,7 @@ import {
   type SessionSummary,
   type SessionWrittenBatch,
   type TokenUsage,
+  type TraceContext,
 } from '../../runtime/index.ts';
 import { alreadyDecided, ApprovalDesk, type ApprovalReply, type PendingApproval } from './approvals.ts';
 import { EventQueue, FanOut } from './tail.ts';
@@ -105,6 +106,8 @@ export interface TurnInput {
   readonly reasoningEffort?: string;
   /** The approval policy for this turn (see {@link TurnServiceOptions.approvalPolicy}). */
   readonly approve?: string;
+  /** The W3C trace context of the request (`traceparent` / `tracestate` headers): the turn's parent span, journaled on its `turn/start`. */
+  readonly trace?: TraceContext;
 }
 
 /** A submitted turn: watch the events after `startSeq - 1` until its `turn/end`. */
@@ -334,6 +337,7 @@ export class TurnService {
             ...(input.provider ? { provider: input.provider } : {}),
             ...(input.model ? { model: input.model } : {}),
             ...(input.reasoningEffort ? { reasoningEffort: input.reasoningEffort } : {}),
+            ...(input.trace ? { trace: input.trace } : {}),
           })
           [Symbol.asyncIterator]();
         first = await iterator.next();

@@ -9,6 +9,7 @@ import type { ToolOutcome } from './closeout.ts';
 import type { ToolDefinition } from './tools.ts';
 import type { ApproveFn } from './approval.ts';
 import type { SessionHandle } from './handle.ts';
+import type { TraceContext } from '../session/trace-context.ts';
 
 export type { ApprovalAnswer, ApprovalDecision, ApprovalRequest, ApproveFn } from './approval.ts';
 export type { SessionHandle } from './handle.ts';
@@ -80,4 +81,11 @@ export interface RunOptions {
   /** Switch provider / model from this run on. */
   readonly provider?: string;
   readonly model?: string;
+  /**
+   * The W3C trace context this turn belongs to (e.g. a request's `traceparent` / `tracestate`
+   * headers): journaled on its `turn/start` after a strict format check, for tracing plugins to
+   * parent the turn's spans. A malformed one is ignored with an `INVALID_TRACE_CONTEXT` warning
+   * (counted), never an error.
+   */
+  readonly trace?: TraceContext;
 }

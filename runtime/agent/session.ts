@@ -31,6 +31,7 @@ import {
   type UserMessage,
 } from '../llm/types.ts';
 import { RequestRecorder } from '../session/snapshot.ts';
+import { checkTraceContext, type TraceContext } from '../session/trace-context.ts';
 import type { AnySessionEvent, ForwardedEvent, RequestHeader, SessionEvent, SessionEventMap, SessionEventType, TurnEndReason } from '../session/events.ts';
 import type { AppendOptions, SessionJournal, SessionState } from '../session/types.ts';
 import { errorOutcome, parseToolCall, runTool, type ToolOutcome } from './closeout.ts';
@@ -96,6 +97,9 @@ export interface TurnResult {
   /** Wall time from `turn/start` to `turn/end`, in ms. */
   readonly durationMs: number;
 }
+
+/** Trace contexts refused per harness (its bus): the count the `INVALID_TRACE_CONTEXT` warning carries. */
+const ignoredTraceContexts = new WeakMap<HookBus, number>();
 
 type StepEnd = { readonly reason: 'continue' } | { readonly reason: Exclude<TurnEndReason, 'interrupted'>; readonly failure?: LlmFailure };
 
@@ -254,7 +258,8 @@ export class AgentSession {
 
   private async runTurn(input: RunInput, options: RunOptions & { signal: AbortSignal }): Promise<void> {
     const turn = this.journal.state.turnCount + 1;
-    await this.append('turn/start', { turn });
+    const trace = this.traceOf(turn, options.trace);
+    await this.append('turn/start', trace === undefined ? { turn } : { turn, trace });
     let end: StepEnd;
     try {
       for (const message of toMessages(input, this.options.newId)) await this.append('user/message', { turn, message });
@@ -265,6 +270,24 @@ export class AgentSession {
     if (end.reason === 'continue') end = { reason: 'completed' };
     await this.append('turn/end', { turn, reason: end.reason, ...(end.failure ? { failure: end.failure } : {}) });
     await this.journal.checkpoint();
+  }
+
+  /** The run's trace context as it may be journaled; a malformed one is reported (counted) and dropped. */
+  private traceOf(turn: number, value: unknown): TraceContext | undefined {
+    if (value === undefined) return undefined;
+    const { trace, problem } = checkTraceContext(value);
+    if (problem !== undefined) {
+      const bus = this.options.bus;
+      const count = (ignoredTraceContexts.get(bus) ?? 0) + 1;
+      ignoredTraceContexts.set(bus, count);
+      bus.report({
+        level: 'warning',
+        code: 'INVALID_TRACE_CONTEXT',
+        source: 'session',
+        message: `Turn ${turn} of session ${this.id}: ${problem}, so it was ignored (W3C trace context: traceparent 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>)${trace === undefined ? '; the turn starts a trace of its own' : ''}. ${count} ignored by this harness so far.`,
+      });
+    }
+    return trace;
   }
 
   private async runSteps(turn: number, options: RunOptions & { signal: AbortSignal }): Promise<StepEnd> {

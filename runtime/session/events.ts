@@ -6,6 +6,7 @@
  */
 import type { EmitHook, SinkHook } from '../kernel/bus.ts';
 import type { AssistantMessage, CallId, FinishReason, LlmCallConfig, LlmFailure, Message, StreamChunk, TokenUsage, ToolResultMessage, ToolSpec, UserMessage } from '../llm/types.ts';
+import type { TraceContext } from './trace-context.ts';
 
 /** Why a turn ended. */
 export type TurnEndReason = 'completed' | 'aborted' | 'error' | 'max-tokens' | 'interrupted';
@@ -57,7 +58,8 @@ declare global {
 
 /** The core event types plus `Harness.SessionEventMap`. */
 export interface SessionEventMap extends Harness.SessionEventMap {
-  'turn/start': { readonly turn: number };
+  /** `trace`: the W3C trace context the caller handed the turn, checked (see trace-context.ts). */
+  'turn/start': { readonly turn: number; readonly trace?: TraceContext };
   'turn/end': { readonly turn: number; readonly reason: TurnEndReason; readonly failure?: LlmFailure };
   'step/start': { readonly turn: number; readonly step: number };
   'step/end': { readonly turn: number; readonly step: number };

@@ -57,7 +57,7 @@ const finish: Check = (data) => (isObject(data.finish) && typeof data.finish.kin
 const turnStep = [num('turn'), num('step')];
 
 const SHAPES: Record<string, readonly Check[]> = {
-  'turn/start': [num('turn')],
+  'turn/start': [num('turn'), obj('trace', true)],
   'turn/end': [num('turn'), str('reason'), obj('failure', true)],
   'step/start': turnStep,
   'step/end': turnStep,

@@ -15,6 +15,8 @@ export interface ReceivedSpan {
   readonly traceId: string;
   readonly spanId: string;
   readonly parentSpanId?: string;
+  /** The W3C tracestate the span carries (its parent's), when there is one. */
+  readonly traceState?: string;
   readonly name: string;
   /** OTLP enum: 1 INTERNAL, 3 CLIENT. */
   readonly kind: number;
@@ -77,6 +79,7 @@ function decodeTraces(body: unknown): ReceivedSpan[] {
           traceId: span.traceId as string,
           spanId: span.spanId as string,
           ...(span.parentSpanId ? { parentSpanId: span.parentSpanId as string } : {}),
+          ...(span.traceState ? { traceState: span.traceState as string } : {}),
           name: span.name as string,
           kind: span.kind as number,
           startMs: msOf(span.startTimeUnixNano as string),
