@@ -414,6 +414,7 @@ export function withConfigPath(error: HarnessError, configPath: string | undefin
  * `file:line:col` of the syntax error (or the first stack frame in the file) behind a config or
  * plugin that failed to load, with the line's text: the error Node reports for a module's syntax
  * error has no location, so the file is parsed again with esbuild (tsx's own compiler) to find it.
+ * For a config that loads but does not validate, the key the runtime located (`failure.line`, `column`).
  */
 export async function errorLocation(error: HarnessError, configPath: string | undefined): Promise<{ at: string; lineText?: string; column?: number } | undefined> {
   if (error.code !== 'INVALID_CONFIG' && error.code !== 'PLUGIN_IMPORT_FAILED') return undefined;
@@ -429,6 +430,12 @@ export async function errorLocation(error: HarnessError, configPath: string | un
       const location = (transformError as { errors?: { text: string; location?: { line: number; column: number; lineText: string } }[] }).errors?.[0]?.location;
       if (location) return { at: `${file}:${location.line}:${location.column + 1}`, lineText: location.lineText, column: location.column };
     }
+  }
+  // A schema issue the runtime located in the config file (the key written there exactly once).
+  const { line, column } = error.failure;
+  if (error.code === 'INVALID_CONFIG' && typeof line === 'number' && typeof column === 'number' && error.failure.configPath === file) {
+    const lineText = readFileSync(file, 'utf8').split(/\r?\n/)[line - 1];
+    return { at: `${file}:${line}:${column}`, ...(lineText === undefined ? {} : { lineText, column: column - 1 }) };
   }
   if (cause instanceof Error && cause.stack) {
     const escaped = file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

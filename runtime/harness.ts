@@ -3,12 +3,14 @@
  * `harness.config.ts` (through tsx), build the kernel and the runtime services, load the plugins in
  * order. The runtime never imports a plugin: plugins are named by module path in the config.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { Kernel, type PluginContext } from './kernel/context.ts';
+import { checkConfig, invalidConfig } from './kernel/config-check.ts';
 import { HarnessError } from './kernel/errors.ts';
 import { Fiber, Scope } from './kernel/fiber.ts';
+import { locateKey } from './kernel/key-location.ts';
 import { importGeneration } from './kernel/module-loader.ts';
 import { isPluginDefinition, PluginHost, type PluginSpec } from './kernel/plugin.ts';
 import { z } from 'zod';
@@ -173,7 +175,7 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
   const paths: HarnessPaths = Object.freeze({ baseDir, dataDir });
   const sessionsService: SessionsService = Object.freeze({ create: (options?: CreateSessionOptions) => harness.createSession(options) });
   kernel.extend((scope, owner) => ({ tools: tools.contextFor(scope, owner), paths, sessions: sessionsService }));
-  const host = new PluginHost(kernel, { baseDir });
+  const host = new PluginHost(kernel, { baseDir, ...(configPath ? { configPath } : {}) });
   const rootFiber = new Fiber('harness', (d) => kernel.bus.report(d));
   const ctx = kernel.createContext(new Scope(rootFiber, { staged: false }), { name: 'harness', generation: 1 });
   const sessions = new Set<AgentSession>();
@@ -280,7 +282,14 @@ export async function loadConfig(path: string): Promise<HarnessConfig> {
     module = await importConfigModule(absolute);
   } catch (error) {
     const cause = HarnessError.is(error) && error.code === 'PLUGIN_IMPORT_FAILED' ? error.cause : error;
-    throw new HarnessError('INVALID_CONFIG', `Could not load config ${absolute}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    // A helper the config calls refused an unknown key (defaultPlugins({ aprovals })): say where it is written.
+    const unknownKeys = HarnessError.is(cause) ? cause.failure.unknownKeys : undefined;
+    const key = Array.isArray(unknownKeys) && typeof unknownKeys[0] === 'string' ? unknownKeys[0] : undefined;
+    const at = key === undefined ? undefined : locateKey(readFileSync(absolute, 'utf8'), key);
+    throw new HarnessError('INVALID_CONFIG', `Could not load config ${absolute}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      cause,
+      ...(at ? { details: { configPath: absolute, line: at.line, column: at.column } } : {}),
+    });
   }
   const config = (module.default ?? (module as { default?: { default?: unknown } }).default?.default) as HarnessConfig | undefined;
   if (config === undefined) throw new HarnessError('INVALID_CONFIG', `Config ${absolute} has no default export; end it with export default defineConfig({ ... }).`);
@@ -330,24 +339,19 @@ const configSchema = z.strictObject({
 
 /**
  * Checks the config's own shape (not the plugins' configs: each plugin validates its own). Unknown
- * keys are errors, so a typo (`defualts`, `cofig`) is caught instead of silently ignored.
+ * keys are errors, so a typo (`plugns`, `defualts`, `cofig`) is caught, with "did you mean", instead
+ * of silently ignored; a key written once in the config file gets its `file:line:col`.
  * @throws HarnessError `INVALID_CONFIG` naming each bad path.
  */
 function validateConfig(config: HarnessConfig, path: string | undefined): void {
-  const where = path ?? 'the harness config';
-  const result = configSchema.safeParse(config);
-  if (result.success) return;
-  const issues = result.error.issues.map((issue) => {
-    const at = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
-    const message = issue.code === 'unrecognized_keys' ? `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}` : issue.message;
-    return { code: 'INVALID_CONFIG', message, path: at };
+  const checked = checkConfig(configSchema, config);
+  if (checked.status === 'passed') return;
+  throw invalidConfig({
+    heading: `${path ?? 'the harness config'} is not a valid harness config:`,
+    issues: checked.issues,
+    footer: 'A config is defineConfig({ dataDir?, store?, defaults?: { provider, model, reasoningEffort?, system? }, retry?, maxSteps?, plugins: [{ module, config? }] }).',
+    ...(path === undefined ? {} : { configPath: path }),
   });
-  const lines = issues.map((issue) => `  - ${issue.path.length ? issue.path.join('.') : '(config)'}: ${issue.message}`);
-  throw new HarnessError(
-    'INVALID_CONFIG',
-    `${where} is not a valid harness config:\n${lines.join('\n')}\nA config is defineConfig({ dataDir?, store?, defaults?: { provider, model, reasoningEffort?, system? }, retry?, plugins: [{ module, config? }] }).`,
-    { issues },
-  );
 }
 
 /** @throws HarnessError `WORKSPACE_NOT_FOUND` unless `path` is an existing directory. */

@@ -34,6 +34,7 @@ export type {
 export type { PluginContext, HarnessServices } from './kernel/context.ts';
 export { definePlugin, type PluginDefinition, type PluginSpec, type PluginInfo, type PluginReloadedEvent, type PluginReloadFailedEvent } from './kernel/plugin.ts';
 export { zodSchema, type SchemaAdapter, type JsonSchema } from './kernel/schema.ts';
+export { closestName } from './kernel/config-check.ts';
 export type { DeepReadonly } from './kernel/freeze.ts';
 export { z } from 'zod';
 

@@ -26,7 +26,7 @@
  * approvals, journalPostgres.
  */
 import { fileURLToPath } from 'node:url';
-import type { HarnessConfig, PluginDefinition, PluginSpec } from '../runtime/index.ts';
+import { closestName, HarnessError, type HarnessConfig, type PluginDefinition, type PluginSpec } from '../runtime/index.ts';
 
 type ConfigOf<Module> = Module extends { default: PluginDefinition<infer Config> } ? Config : never;
 /** A plugin's config as an override: its top-level fields optional. */
@@ -136,11 +136,31 @@ export function pluginModule(name: string): string {
 
 type Entry = readonly [option: keyof Omit<StackOptions, 'providers'>, plugin: string, config: Record<string, unknown>, deep?: string];
 
+/** The options {@link defaultPlugins} takes: a misspelt one would otherwise be ignored without a word. */
+const STACK_OPTIONS: readonly (keyof StackOptions)[] = ['scripted', 'openai', 'anthropic', 'retry', 'tokenMeter', 'compaction', 'tools', 'approvals', 'journalPostgres', 'providers'];
+
+/** @throws HarnessError `INVALID_CONFIG` for an option {@link defaultPlugins} does not know, with "did you mean". */
+function checkOptions(options: StackOptions): void {
+  const unknown = Object.keys(options ?? {}).filter((key) => !(STACK_OPTIONS as readonly string[]).includes(key));
+  if (unknown.length === 0) return;
+  const named = unknown.map((key) => {
+    const suggestion = closestName(key, STACK_OPTIONS);
+    return `"${key}"${suggestion ? ` (did you mean \`${suggestion}\`?)` : ''}`;
+  });
+  throw new HarnessError(
+    'INVALID_CONFIG',
+    `defaultPlugins() has no option ${named.join(', ')}. Its options are the built-in plugins (${STACK_OPTIONS.filter((key) => key !== 'providers').join(', ')}: each a config or false) and providers.`,
+    { details: { unknownKeys: unknown } },
+  );
+}
+
 /**
  * The built-in stack as plugin entries, with `options` applied (see the module docstring). Base URLs
  * of the built-in providers follow `OPENAI_BASE_URL`, `DEEPSEEK_BASE_URL`, `ANTHROPIC_BASE_URL` when set.
+ * @throws HarnessError `INVALID_CONFIG` for an option it does not know (`aprovals`: did you mean `approvals`?).
  */
 export function defaultPlugins(options: StackOptions = {}): PluginSpec[] {
+  checkOptions(options);
   const entries: Entry[] = [
     ['scripted', 'llm-scripted', { paceMs: 12 }],
     [

@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import type { z } from 'zod';
 import type { EmitHook } from './bus.ts';
 import type { Kernel, PluginContext } from './context.ts';
+import { checkConfig, invalidConfig } from './config-check.ts';
 import { HarnessError, toFailure, type Failure } from './errors.ts';
 import { Fiber, Scope } from './fiber.ts';
 import { importGeneration, resolveModule } from './module-loader.ts';
@@ -33,6 +34,12 @@ type ConfigOf<Schema> = Schema extends z.ZodType ? z.output<Schema> : undefined;
  * Declares a plugin. `config` is a zod schema; `setup` receives the parsed config. Everything
  * registered through `ctx` during setup becomes visible together when setup resolves, and is undone
  * when the plugin is unloaded or reloaded.
+ *
+ * The config contract: the host checks the config with the schema before setup, and unknown keys
+ * are errors in every object of it — a plain `z.object` is checked as strict, like `z.strictObject`,
+ * so a misspelt key (`maxDepht`) is `INVALID_CONFIG` "did you mean `maxDepth`?", never silently
+ * dropped. An object that takes keys it does not list says so: `z.looseObject`, `.catchall()`, or
+ * `z.record` for a map.
  */
 export function definePlugin<Schema extends z.ZodType | undefined = undefined>(definition: {
   name: string;
@@ -111,6 +118,7 @@ interface Loaded {
 export class PluginHost {
   private readonly kernel: Kernel;
   private readonly baseDir: string;
+  private readonly configPath: string | undefined;
   private readonly loaded = new Map<string, Loaded>();
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly retiring = new Set<Promise<void>>();
@@ -118,9 +126,14 @@ export class PluginHost {
   private readonly inflight = new Set<Promise<unknown>>();
   private disposed = false;
 
-  constructor(kernel: Kernel, options: { baseDir?: string } = {}) {
+  /**
+   * @param options.baseDir Where relative module paths resolve from (default: the process's cwd).
+   * @param options.configPath The config file the plugin configs come from, so an invalid one names its `file:line:col`.
+   */
+  constructor(kernel: Kernel, options: { baseDir?: string; configPath?: string } = {}) {
     this.kernel = kernel;
     this.baseDir = options.baseDir ?? process.cwd();
+    this.configPath = options.configPath;
     for (const name of ['plugin/loaded', 'plugin/reloaded', 'plugin/reload-failed', 'plugin/unloaded']) kernel.bus.declare(name, 'emit');
   }
 
@@ -258,7 +271,7 @@ export class PluginHost {
   }
 
   private async setUp(definition: PluginDefinition<any>, modulePath: string | undefined, rawConfig: unknown, generation: number, order: number): Promise<Loaded> {
-    const config = parseConfig(definition, rawConfig);
+    const config = parseConfig(definition, rawConfig, this.configPath);
     const fiber = new Fiber(`plugin:${definition.name}#${generation}`, (d) => this.kernel.bus.report(d));
     const scope = new Scope(fiber, { staged: true });
     const ctx = this.kernel.createContext(scope, { name: definition.name, generation, order });
@@ -330,21 +343,23 @@ export class PluginHost {
 }
 
 /**
- * Validates a plugin's raw config with its zod schema.
- * @throws HarnessError `INVALID_CONFIG` naming the plugin and each bad field's path.
+ * Validates a plugin's raw config with its zod schema. Unknown keys are errors, in a plain
+ * `z.object` too (see config-check.ts); a schema accepts extra keys only by saying so
+ * (`z.looseObject`, `.catchall()`).
+ * @param configPath The config file the raw config was written in: each issue whose key is written
+ *   there exactly once gets its `file:line:col`.
+ * @throws HarnessError `INVALID_CONFIG` naming the plugin and each bad field's path (`UNKNOWN_KEY`
+ *   issues with "did you mean").
  */
-export function parseConfig<C>(definition: PluginDefinition<C>, raw: unknown): C {
+export function parseConfig<C>(definition: PluginDefinition<C>, raw: unknown, configPath?: string): C {
   if (definition.config === undefined) return raw as C;
-  const result = definition.config.safeParse(raw ?? {});
-  if (result.success) return result.data;
-  const issues = result.error.issues.map((issue) => ({
-    code: 'INVALID_CONFIG',
-    message: issue.message,
-    path: issue.path.filter((p): p is string | number => typeof p !== 'symbol'),
-  }));
-  const lines = issues.map((issue) => `  - ${issue.path.length ? issue.path.join('.') : '(config)'}: ${issue.message}`);
-  throw new HarnessError('INVALID_CONFIG', `Plugin "${definition.name}" has an invalid config:\n${lines.join('\n')}\nFix these fields in this plugin's entry of the harness config.`, {
-    issues,
+  const checked = checkConfig(definition.config, raw ?? {});
+  if (checked.status === 'passed') return checked.value;
+  throw invalidConfig({
+    heading: `Plugin "${definition.name}" has an invalid config:`,
+    issues: checked.issues,
+    footer: "Fix these fields in this plugin's entry of the harness config.",
+    ...(configPath === undefined ? {} : { configPath }),
     details: { plugin: definition.name },
   });
 }

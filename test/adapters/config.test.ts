@@ -91,7 +91,7 @@ describe('llm-openai config', () => {
         /providers\.openai\.models\.0\.defaultReasoningEffort: defaultReasoningEffort must be one of/,
       ],
       [{ providers: { openai: { models: [{ id: 'm' }, { id: 'm' }] } } }, /providers\.openai\.models\.1\.id: model "m" is listed twice/],
-      [{ providers: { openai: { surprise: true } } }, /providers\.openai: Unrecognized key: "surprise"/],
+      [{ providers: { openai: { surprise: true } } }, /providers\.openai\.surprise: unknown key \(known here: [\w, ]*baseURL/],
       [{ providers: { openai: { headers: { 'bad header': 'x' } } } }, /providers\.openai\.headers\.bad header: header name "bad header" is not an HTTP token/],
       [{ providers: { openai: { headers: { 'x-ok': 'a\r\nb' } } } }, /header values cannot contain line breaks/],
     ];

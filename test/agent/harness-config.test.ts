@@ -7,14 +7,17 @@ import { plugin, tempDir } from './support.ts';
 describe('harness config and sessions: bad input is a clear error', () => {
   it('a typo in the config itself is an error naming the key, not silently ignored', async () => {
     const bad = { plugins: [], defualts: { provider: 'scripted', model: 'scripted-default' } } as unknown as HarnessConfig;
-    await expect(createHarness({ config: bad })).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringContaining('unknown key "defualts"') });
+    await expect(createHarness({ config: bad })).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringContaining('  - defualts: unknown key; did you mean `defaults`?') });
     const badEntry = { plugins: [{ module: plugin('approvals'), cofig: {} }] } as unknown as HarnessConfig;
-    await expect(createHarness({ config: badEntry })).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/plugins\.0: unknown key "cofig"/) });
+    await expect(createHarness({ config: badEntry })).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringContaining('  - plugins.0.cofig: unknown key; did you mean `config`?') });
   });
 
   it('a typo in a plugin config is an error naming the plugin and the key', async () => {
     const config: HarnessConfig = { plugins: [{ module: plugin('llm-scripted'), config: { paceMS: 12 } }] };
-    await expect(createHarness({ config })).rejects.toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringMatching(/Plugin "llm-scripted"[\s\S]*paceMS/) });
+    await expect(createHarness({ config })).rejects.toMatchObject({
+      code: 'INVALID_CONFIG',
+      message: expect.stringMatching(/Plugin "llm-scripted"[\s\S]*paceMS: unknown key; did you mean `paceMs`\?/),
+    });
   });
 
   it('a session cannot start in, or resume into, a workspace that does not exist', async () => {
