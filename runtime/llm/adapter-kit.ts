@@ -321,8 +321,54 @@ export class StreamPump<Event> implements AsyncIterableIterator<StreamChunk> {
     return this;
   }
 
-  async next(): Promise<IteratorResult<StreamChunk>> {
+  next(): Promise<IteratorResult<StreamChunk>> {
     const out = this.parser.out;
+    if (this.pos < out.length) return Promise.resolve({ value: out[this.pos++]!, done: false });
+    // The steady state (the request is open, nothing buffered): one SDK step and then `onStep`,
+    // with no async function frame per event; the start, the end and failures take `step()`.
+    if (this.iterator === undefined || this.done) return this.step();
+    if (this.pos !== 0) {
+      // Mostly one chunk per event: pop() is inlined where setting length is a runtime call.
+      if (out.length === 1) out.pop();
+      else out.length = 0;
+      this.pos = 0;
+    }
+    this.control!.wait();
+    let step: Promise<IteratorResult<Event>>;
+    try {
+      step = Promise.resolve(this.iterator.next());
+    } catch (error) {
+      step = Promise.reject(error);
+    }
+    return step.then(this.onStep, this.onError);
+  }
+
+  /** An SDK event arrived on the fast path: parse it and hand out its first chunk (or read on). */
+  private readonly onStep = (step: IteratorResult<Event>): IteratorResult<StreamChunk> | Promise<IteratorResult<StreamChunk>> => {
+    if (step.done === true) return this.step(step);
+    const out = this.parser.out;
+    try {
+      this.control!.tick();
+      this.parser.push(step.value);
+    } catch (error) {
+      return this.onError(error);
+    }
+    if (this.pos < out.length) return { value: out[this.pos++]!, done: false };
+    return this.step(); // an event without chunks (a ping, a usage-less delta)
+  };
+
+  private readonly onError = (error: unknown): never => {
+    this.done = true;
+    this.parser.out.length = 0;
+    const control = this.control!;
+    control.dispose();
+    throw control.toLlmError(error, this.provider, this.mapError);
+  };
+
+  /** The general step: opens the request, reads until a chunk (or the end), maps failures. `first`: an SDK step already read. */
+  private async step(first?: IteratorResult<Event>): Promise<IteratorResult<StreamChunk>> {
+    const out = this.parser.out;
+    let pending = first;
     for (;;) {
       if (this.pos < out.length) return { value: out[this.pos++]!, done: false };
       if (this.done) return { value: undefined, done: true };
@@ -337,7 +383,8 @@ export class StreamPump<Event> implements AsyncIterableIterator<StreamChunk> {
       try {
         control.wait();
         if (this.iterator === undefined) this.iterator = ((await this.open(control.signal)) as AsyncIterable<Event>)[Symbol.asyncIterator]();
-        const step = await this.iterator.next();
+        const step = pending ?? (await this.iterator.next());
+        pending = undefined;
         if (step.done === true) {
           this.done = true;
           control.throwIfStopped(this.provider);

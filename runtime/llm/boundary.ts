@@ -56,6 +56,20 @@ export class BoundaryStream implements AsyncIterableIterator<StreamChunk> {
   }
 
   next(): Promise<IteratorResult<StreamChunk>> {
+    // The steady state (streaming, no call in flight, not aborted): the adapter's step and then
+    // `onStep`, with no async function frame per chunk; everything else goes through `stepOp`.
+    if (this.pending === 0 && this.state === 1 && this.options.signal?.aborted !== true) {
+      this.pending = 1;
+      let step: Promise<IteratorResult<StreamChunk>>;
+      try {
+        step = Promise.resolve(this.iterator!.next());
+      } catch (error) {
+        step = Promise.reject(error);
+      }
+      const result = step.then(this.onStep, this.onStepError);
+      this.last = result;
+      return result;
+    }
     return this.schedule(this.stepOp);
   }
 
@@ -99,33 +113,59 @@ export class BoundaryStream implements AsyncIterableIterator<StreamChunk> {
       try {
         step = await this.iterator!.next();
       } catch (error) {
-        this.open = false;
-        return this.terminal(failureChunk(error, signal, this.owner, this.options.provider));
+        return this.stepFailed(error);
       }
-      if (step.done) {
-        this.open = false;
-        return this.terminal(
-          failureChunk(signal?.aborted ? signal.reason : new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${this.options.provider}" ended its stream without a finish chunk.`), signal),
-        );
-      }
-      const chunk = step.value as StreamChunk | null | undefined;
-      if (typeof chunk !== 'object' || chunk === null || typeof chunk.type !== 'string' || (chunk.type === 'finish' && typeof chunk.finish?.kind !== 'string')) {
-        return this.terminal(
-          failureChunk(new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${this.options.provider}" yielded ${describeValue(chunk)} instead of a stream chunk.`), signal),
-        );
-      }
-      if (signal?.aborted && !(chunk.type === 'finish' && chunk.finish?.kind === 'aborted')) return this.terminal(failureChunk(signal.reason, signal));
-      const digests = this.digests;
-      if (digests !== undefined) {
-        if (chunk.type === 'finish') return this.terminal(withDigests(chunk, digests));
-        digests.push(chunk);
-      }
-      if (chunk.type === 'finish') this.state = 2;
-      return { value: chunk, done: false };
+      return this.afterStep(step);
     } finally {
       this.pending--;
     }
   };
+
+  /** The fast path's continuation: what `stepOp` does once the adapter's step is in. */
+  private readonly onStep = (step: IteratorResult<StreamChunk>): IteratorResult<StreamChunk> => {
+    try {
+      return this.afterStep(step);
+    } finally {
+      this.pending--;
+    }
+  };
+
+  private readonly onStepError = (error: unknown): IteratorResult<StreamChunk> => {
+    try {
+      return this.stepFailed(error);
+    } finally {
+      this.pending--;
+    }
+  };
+
+  /** The adapter's `next()` threw or rejected: the terminal failure. */
+  private stepFailed(error: unknown): IteratorResult<StreamChunk> {
+    this.open = false;
+    return this.terminal(failureChunk(error, this.options.signal, this.owner, this.options.provider));
+  }
+
+  /** What the adapter's step yields to the consumer: the chunk, or the terminal chunk it calls for. */
+  private afterStep(step: IteratorResult<StreamChunk>): IteratorResult<StreamChunk> {
+    const signal = this.options.signal;
+    if (step.done) {
+      this.open = false;
+      return this.terminal(
+        failureChunk(signal?.aborted ? signal.reason : new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${this.options.provider}" ended its stream without a finish chunk.`), signal),
+      );
+    }
+    const chunk = step.value as StreamChunk | null | undefined;
+    if (typeof chunk !== 'object' || chunk === null || typeof chunk.type !== 'string' || (chunk.type === 'finish' && typeof chunk.finish?.kind !== 'string')) {
+      return this.terminal(failureChunk(new LlmError('MALFORMED_RESPONSE', `The adapter for provider "${this.options.provider}" yielded ${describeValue(chunk)} instead of a stream chunk.`), signal));
+    }
+    if (signal?.aborted && !(chunk.type === 'finish' && chunk.finish?.kind === 'aborted')) return this.terminal(failureChunk(signal.reason, signal));
+    const digests = this.digests;
+    if (digests !== undefined) {
+      if (chunk.type === 'finish') return this.terminal(withDigests(chunk, digests));
+      digests.push(chunk);
+    }
+    if (chunk.type === 'finish') this.state = 2;
+    return { value: chunk, done: false };
+  }
 
   /** One `return()`. */
   private readonly closeOp = async (): Promise<IteratorResult<StreamChunk>> => {
