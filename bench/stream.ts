@@ -10,14 +10,20 @@
  * body in one write by the fixture server (a backlog of 150–200 events per read; the SDKs' SSE
  * decoders, and the batching of everything after them, behave differently then).
  *
- * Contenders (bench/stream/contenders.ts): raw SDK, Harness (adapter → `llm/stream` with 3
- * async-generator pass-through middlewares → BlockAssembler → FileJournal with checkpoints),
- * Vercel AI SDK `streamText().fullStream`, pi-ai `stream()`. Each measurement batch is a fresh
- * consumer process (`--expose-gc`): 1 warm-up stream, then `BENCH_STREAM_RUNS` (2) measured streams,
- * each after a full GC, CPU = process user + system over the whole consumption. Batches are
- * interleaved: `BENCH_STREAM_ROUNDS` (3) rounds, each running every contender on every stream, with
+ * Contenders (bench/stream/contenders.ts): raw SDK; the Harness agent loop (`session.run`: adapter
+ * → `llm/stream` → BlockAssembler → a journal record per chunk with checkpoints → every event to
+ * the consumer), as it ships (`loop`, no `llm/stream` middleware) and with 3 async-generator
+ * pass-through middlewares (`loop-mw`); the model call alone (`harness`, with the 3 middlewares);
+ * Vercel AI SDK `streamText().fullStream`; pi-ai `stream()`. Each measurement batch is a fresh
+ * consumer process (`--expose-gc`): `BENCH_STREAM_WARMUPS` (3) warm-up streams, then
+ * `BENCH_STREAM_RUNS` (3) CPU runs back to back (a long-lived process's steady state; no forced GC
+ * in between — `BENCH_STREAM_GC_EACH_RUN=1` puts one before each, the earlier method), then one
+ * heap run after a full GC. CPU = process user + system over the whole consumption. Batches are
+ * interleaved: `BENCH_STREAM_ROUNDS` (7) rounds, each running every contender on every stream, with
  * a rotating order. Figure: median CPU µs per SSE event; ratio = the median of the per-round ratios
- * (each round: the contender's median / raw's median in that round), range = their min–max.
+ * (each round: the contender's median / raw's median in that round), range = their min–max. The
+ * 2,000-tool-call streams (22–24k events each) take `BENCH_STREAM_TOOLS_RUNS` (1) warm-up and
+ * CPU run.
  *
  * Also measured (informational): Harness's own overhead by layer with an in-memory SDK stream (no
  * network, no SDK parsing; bench/stream/layers.ts), to show where the time goes.
@@ -26,14 +32,17 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { ensurePeers, harnessVersions, peerVersions } from './peers.ts';
-import { CONTENDERS, type Contender, type Sample, type Served } from './stream/contenders.ts';
+import { CONTENDERS, type Contender, type Measured, type Sample, type Served } from './stream/contenders.ts';
 import type { LayerReport } from './stream/layers.ts';
 import { BLOCKS_PER_REPEAT, MAIN_STREAMS, MODES, providerOf, STREAMS, TOOL_CALLS, type Mode, type ServedStream, type StreamName } from './stream/server.ts';
 import { check, envInt, inChild, isMain, median, printResult, ratioSpread, round, stat, TSX_IMPORT, type BenchResult, type Row, type TargetCheck } from './support.ts';
 
 const ROUNDS = envInt('BENCH_STREAM_ROUNDS', 7);
-const RUNS = envInt('BENCH_STREAM_RUNS', 2);
-const WARMUPS = 1;
+const RUNS = envInt('BENCH_STREAM_RUNS', 3);
+const WARMUPS = envInt('BENCH_STREAM_WARMUPS', 3);
+/** Warm-ups and CPU runs on the long 2,000-tool-call streams. */
+const TOOLS_RUNS = envInt('BENCH_STREAM_TOOLS_RUNS', 1);
+const GC_EACH_RUN = process.env.BENCH_STREAM_GC_EACH_RUN === '1';
 const STREAM_NAMES: readonly StreamName[] = (process.env.BENCH_STREAM_NAMES?.split(',') as StreamName[] | undefined) ?? (Object.keys(STREAMS) as StreamName[]);
 const SELECTED_MODES: readonly Mode[] = (process.env.BENCH_STREAM_MODES?.split(',') as Mode[] | undefined) ?? MODES;
 const SELECTED: readonly Contender[] = (process.env.BENCH_STREAM_CONTENDERS?.split(',') as Contender[] | undefined) ?? CONTENDERS;
@@ -50,13 +59,14 @@ const LABELS: Record<Contender, string> = {
   raw: 'raw SDK (baseline)',
   harness: 'Harness model call',
   loop: 'Harness agent loop',
+  'loop-mw': 'Harness agent loop + 3 middlewares',
   vercel: 'Vercel AI SDK streamText',
   pi: 'pi-ai stream',
 };
 
 /** Which contenders run on a stream: the peers only on the single-message streams. */
 function runsOn(contender: Contender, stream: StreamName): boolean {
-  return (MAIN_STREAMS as readonly string[]).includes(stream) || contender === 'raw' || contender === 'harness' || contender === 'loop';
+  return (MAIN_STREAMS as readonly string[]).includes(stream) || contender === 'raw' || contender === 'harness' || contender === 'loop' || contender === 'loop-mw';
 }
 
 function load(): string {
@@ -139,9 +149,10 @@ export async function run(): Promise<BenchResult> {
             cells.set(key(mode, stream, contender), cell);
             if (cell.error !== undefined) continue;
             try {
-              const { samples } = await inChild<{ samples: Sample[] }>(
+              const tools = !(MAIN_STREAMS as readonly string[]).includes(stream);
+              const { samples, heapSamples } = await inChild<Measured>(
                 new URL('./stream/contenders.ts', import.meta.url).href,
-                [contender, stream, String(WARMUPS), String(RUNS), JSON.stringify(served)],
+                [contender, stream, String(tools ? TOOLS_RUNS : WARMUPS), String(tools ? TOOLS_RUNS : RUNS), JSON.stringify(served), '1'],
                 {
                   nodeArgs: ['--expose-gc'],
                   timeoutMs: 300_000,
@@ -153,7 +164,7 @@ export async function run(): Promise<BenchResult> {
               }
               cell.samples.push(...samples);
               cell.rounds.push(median(samples.map((s) => s.cpuUs / served[stream].eventCount)));
-              cell.heapRounds.push(median(samples.map((s) => s.heapBytes / served[stream].eventCount)));
+              cell.heapRounds.push(median(heapSamples.map((bytes) => bytes / served[stream].eventCount)));
             } catch (error) {
               cell.error = error instanceof Error ? error.message.split('\n').slice(0, 3).join(' ') : String(error);
             }
@@ -279,12 +290,12 @@ export async function run(): Promise<BenchResult> {
     targets,
     notes: [
       `load average (1 / 5 / 15 min) at the start of the stream bench: ${loadStart}; at its end: ${loadEnd}; per round: ${roundLoads.join('; ')} — other sessions share these 2 cores, so only the ratios (same round, back to back) mean much`,
-      'agent loop: `harness.createSession({ maxSteps: 1 })` and `session.run("hi")` iterated to the end by the consumer (bench/stream/contenders.ts loopTurn): request hooks, the 3 middlewares, the assembler, a journal record per chunk with checkpoints, every event to the consumer, `assistant/message`, and each tool call of the message journaled and answered (no tool is registered: an unknown-tool error result, no tool body), then MAX_STEPS_EXCEEDED instead of a second call; model call: the per-call path alone (bench/stream/contenders.ts harnessCall)',
-      `heap = bytes allocated on the JS heap during the consumption (v8.GCProfiler: growth of used heap plus what each GC freed), per SSE event; ratio = median of per-round ratios; the loop's added bytes = loop − raw per round`,
+      'agent loop: `harness.createSession({ maxSteps: 1 })` and `session.run("hi")` iterated to the end by the consumer (bench/stream/contenders.ts loopTurn): request hooks, no `llm/stream` middleware (`loop-mw`: the 3 below), the assembler, a journal record per chunk with checkpoints, every event to the consumer, `assistant/message`, and each tool call of the message journaled and answered (no tool is registered: an unknown-tool error result, no tool body), then MAX_STEPS_EXCEEDED instead of a second call; model call: the per-call path alone (bench/stream/contenders.ts harnessCall)',
+      `heap = bytes allocated on the JS heap during one more consumption after the CPU runs, started after a full GC (v8.GCProfiler: growth of used heap plus what each GC freed), per SSE event; ratio = median of per-round ratios; the loop's added bytes = loop − raw per round`,
       `the -tools streams: one message with ${TOOL_CALLS} tool calls (openai-chat/single-tool-call-get-weather.sse, anthropic/text-then-tool-use-input-json-delta.sse repeated by repeatSseFrames); peers are not run on them`,
-      `CPU = consumer process user + system over the whole consumption (request to last chunk; Harness includes its journal checkpoints); the server runs in another process; median of ${ROUNDS} interleaved rounds × ${RUNS} measured streams (after ${WARMUPS} warm-up) per contender, each batch a fresh process; ratio = median of the per-round ratios (contender's round median / raw's round median), range = their min–max`,
+      `CPU = consumer process user + system over the whole consumption (request to last chunk; Harness includes its journal checkpoints); the server runs in another process; median of ${ROUNDS} interleaved rounds × ${RUNS} CPU runs back to back (after ${WARMUPS} warm-ups; the -tools streams ${TOOLS_RUNS} and ${TOOLS_RUNS}) per contender, each batch a fresh process, ${GC_EACH_RUN ? 'a full GC before each CPU run (BENCH_STREAM_GC_EACH_RUN=1, the earlier method)' : "no forced GC between the CPU runs (a long-lived process's steady state: a full GC before each run, the earlier method, deoptimises code whose maps died in it and puts the re-optimisation into the measured run)"}; ratio = median of the per-round ratios (contender's round median / raw's round median), range = their min–max`,
       'per event = per SSE event with data in the served body (the same denominator for every contender); "items seen" = what each contender iterated (Harness: its StreamChunks, Vercel: fullStream parts, pi: events)',
-      'Harness middlewares: 3 × `async function* (request, next) { for await (const chunk of next()) yield chunk; }` — the form DESIGN shows a plugin author; `(request, next) => next()` would cost nothing per chunk',
+      'Harness middlewares (`loop-mw`, `harness`): 3 × `async function* (request, next) { for await (const chunk of next()) yield chunk; }` — the form DESIGN shows a plugin author; `(request, next) => next()` would cost nothing per chunk',
       `Harness journal: a real FileJournal per stream in a temp dir, every chunk appended as assistant/chunk, checkpoint (write + fsync) before the call and at turn end, as runtime/agent/session.ts does`,
       `versions: ${Object.entries(versions)
         .map(([name, version]) => `${name} ${version}`)

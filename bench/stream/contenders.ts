@@ -6,6 +6,9 @@
  *   the very module instances the adapter plugins import (not pi-ai's older copies in
  *   bench/node_modules) — `chat.completions.create` / `messages.create` with `stream: true`, retries
  *   off, iterating its events and counting them: the baseline and practical limit;
+ * - `loop`: the whole agent loop as it ships — `session.run` on a harness with the two adapter
+ *   plugins and no `llm/stream` middleware (see {@link loopTurn}); `loop-mw`: the same with the 3
+ *   pass-through middlewares below (what a plugin author's middleware adds on top);
  * - `harness`: what the agent loop does per model call (runtime/agent/session.ts `streamCall`):
  *   checkpoint, `prepareCall`, `prepared.stream()` through the adapter plugin and the `llm/stream`
  *   waterfall with 3 pass-through middlewares (async generators, as a plugin author writes them:
@@ -17,9 +20,13 @@
  * - `pi`: `@mariozechner/pi-ai` `stream()` with a model whose `baseUrl` is the loopback server.
  *
  * Entry (one consumer process per measurement batch, spawned by bench/stream.ts):
- * `node --import tsx --expose-gc contenders.ts <contender> <stream> <warmups> <runs> <servedJson>` →
- * prints `{ samples: [{ cpuUs, wallMs, items, blocks, finish }] }`. Each measured run starts after a
- * full GC; CPU = process user + system over the whole consumption (the server is another process).
+ * `node --import tsx --expose-gc contenders.ts <contender> <stream> <warmups> <runs> <servedJson> [heapRuns]` →
+ * prints `{ samples: [{ cpuUs, wallMs, items, blocks, finish }], heapSamples: [bytes] }`. After the
+ * warm-ups, the CPU runs follow each other as a long-lived process's turns do (no forced GC between
+ * them: a full GC before each run deoptimises code whose maps died in it, and the re-optimisation
+ * then lands in the measured run — in one test it cost the loop ~30 µs per event and raw ~8);
+ * then the heap runs, each after a full GC (heap bytes need a clean start). CPU = process user +
+ * system over the whole consumption (the server is another process).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { GCProfiler, getHeapStatistics } from 'node:v8';
@@ -39,7 +46,7 @@ import { answer, collectGarbage, cpuMicros, isMain } from '../support.ts';
 import { importPeer, importRootPackage } from '../peers.ts';
 import { providerOf, STREAMS, type ServedStream, type StreamName } from './server.ts';
 
-export const CONTENDERS = ['raw', 'harness', 'loop', 'vercel', 'pi'] as const;
+export const CONTENDERS = ['raw', 'harness', 'loop', 'loop-mw', 'vercel', 'pi'] as const;
 export type Contender = (typeof CONTENDERS)[number];
 
 /** What one consumption saw: items iterated, content blocks recognised, and how it finished. */
@@ -227,7 +234,7 @@ async function harnessCall(rig: HarnessRig, provider: string, model: string, id:
 /**
  * One turn of the whole agent loop (issue 22): `harness.createSession({ maxSteps: 1 })` and
  * `session.run('hi')` iterated to its end by the consumer — the loop's request hooks, the stream
- * through the 3 middlewares, the assembler, one journal record per chunk with checkpoints, every
+ * (through the rig's `llm/stream` middlewares: none for `loop`, 3 for `loop-mw`), the assembler, one journal record per chunk with checkpoints, every
  * event delivered to the consumer, the `assistant/message`, and the tool calls of the message
  * journaled and answered (no tool is registered, so each gets an unknown-tool error result; no
  * tool body runs), then `MAX_STEPS_EXCEEDED` ends the turn instead of a second model call.
@@ -352,8 +359,14 @@ export async function piContender(served: Served): Promise<Partial<Record<Stream
 export interface Sample extends Consumed {
   readonly cpuUs: number;
   readonly wallMs: number;
-  /** Bytes allocated on the JS heap during the consumption (GCProfiler: net growth + what each GC freed). */
-  readonly heapBytes: number;
+}
+
+/** What one measurement batch reports. */
+export interface Measured {
+  /** The CPU runs, back to back after the warm-ups. */
+  readonly samples: Sample[];
+  /** Per heap run (each after a full GC): bytes allocated on the JS heap (GCProfiler: net growth + what each GC freed). */
+  readonly heapSamples: number[];
 }
 
 async function contenderFor(name: Contender, served: Served): Promise<{ consume: Partial<Record<StreamName, Consume>>; close(): Promise<void> }> {
@@ -364,8 +377,9 @@ async function contenderFor(name: Contender, served: Served): Promise<{ consume:
       const rig = await harnessRig(served);
       return { consume: rig.consume, close: () => rig.close() };
     }
-    case 'loop': {
-      const rig = await harnessRig(served);
+    case 'loop':
+    case 'loop-mw': {
+      const rig = await harnessRig(served, name === 'loop' ? 0 : 3);
       return { consume: rig.loop, close: () => rig.close() };
     }
     case 'vercel':
@@ -375,8 +389,12 @@ async function contenderFor(name: Contender, served: Served): Promise<{ consume:
   }
 }
 
-/** Warm-up runs, then measured runs, each after a full GC. */
-export async function measureContender(name: Contender, stream: StreamName, served: Served, warmups: number, runs: number): Promise<Sample[]> {
+/**
+ * Warm-up runs; then `runs` CPU runs back to back (steady state: no forced GC in between); then
+ * `heapRuns` heap runs, each after a full GC, with the GC profiler on. With `gcEachRun` (the
+ * bench's earlier method) every CPU run also starts after a full GC.
+ */
+export async function measureContender(name: Contender, stream: StreamName, served: Served, warmups: number, runs: number, heapRuns = 1, gcEachRun = false): Promise<Measured> {
   const contender = await contenderFor(name, served);
   try {
     const consume = contender.consume[stream];
@@ -384,30 +402,43 @@ export async function measureContender(name: Contender, stream: StreamName, serv
     for (let i = 0; i < warmups; i++) await consume();
     const samples: Sample[] = [];
     for (let i = 0; i < runs; i++) {
-      collectGarbage();
-      const profiler = new GCProfiler();
-      profiler.start();
-      const heapBefore = getHeapStatistics().used_heap_size;
+      if (gcEachRun) collectGarbage();
       const wall = performance.now();
       const cpu = cpuMicros();
       const seen = await consume();
       const cpuUs = cpuMicros() - cpu;
-      const wallMs = performance.now() - wall;
+      samples.push({ ...seen, cpuUs, wallMs: performance.now() - wall });
+    }
+    const heapSamples: number[] = [];
+    for (let i = 0; i < heapRuns; i++) {
+      collectGarbage();
+      const profiler = new GCProfiler();
+      profiler.start();
+      const heapBefore = getHeapStatistics().used_heap_size;
+      await consume();
       const heapAfter = getHeapStatistics().used_heap_size;
       let freed = 0;
       for (const gc of profiler.stop()?.statistics ?? []) freed += gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize;
-      samples.push({ ...seen, cpuUs, wallMs, heapBytes: heapAfter - heapBefore + freed });
+      heapSamples.push(heapAfter - heapBefore + freed);
     }
-    return samples;
+    return { samples, heapSamples };
   } finally {
     await contender.close();
   }
 }
 
 if (isMain(import.meta.url)) {
-  const [name, stream, warmups, runs, servedJson] = process.argv.slice(2);
-  const samples = await measureContender(name as Contender, stream as StreamName, JSON.parse(servedJson!) as Served, Number(warmups), Number(runs));
-  answer({ samples });
+  const [name, stream, warmups, runs, servedJson, heapRuns] = process.argv.slice(2);
+  const measured = await measureContender(
+    name as Contender,
+    stream as StreamName,
+    JSON.parse(servedJson!) as Served,
+    Number(warmups),
+    Number(runs),
+    Number(heapRuns ?? 1),
+    process.env.BENCH_STREAM_GC_EACH_RUN === '1',
+  );
+  answer(measured);
   // Keep-alive sockets of the SDKs would hold the process open.
   process.exit(0);
 }

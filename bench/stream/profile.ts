@@ -28,7 +28,8 @@ async function main(name: StreamName, turns: number, out: string): Promise<void>
     if (event.type !== 'ping') events.push(event);
   }
   const nowhere = { url: 'http://127.0.0.1:9/v1', root: 'http://127.0.0.1:9', eventCount: 0, bytes: 0, repeat: 1 };
-  const rig = await harnessRig({ openai: nowhere, anthropic: nowhere, 'openai-tools': nowhere, 'anthropic-tools': nowhere } as Served);
+  // The loop as it ships (no llm/stream middleware); BENCH_PROFILE_MIDDLEWARES=3 adds the bench's pass-through ones.
+  const rig = await harnessRig({ openai: nowhere, anthropic: nowhere, 'openai-tools': nowhere, 'anthropic-tools': nowhere } as Served, Number(process.env.BENCH_PROFILE_MIDDLEWARES ?? 0));
   const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
   async function* sdk(): AsyncGenerator<unknown> {
     for (const event of events) {
