@@ -13,7 +13,8 @@
  * not in it, object keys are sorted, undefined fields dropped. {@link firstDifference} names the
  * first differing path of two canonical requests (`tools[1].description`).
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
+import { sharedPrefixLength } from '../llm/prefix.ts';
 import type { GenerateOptions, LlmCallConfig, Message, ToolSpec } from '../llm/types.ts';
 import type { AnySessionEvent, RequestSnapshot, SessionEvent, SnapshotMessage } from './events.ts';
 
@@ -101,9 +102,24 @@ export function canonicalHash(request: CanonicalRequest): string {
 /**
  * Builds the `request/snapshot` of each call as a delta against the previous one (one writer per
  * session and process: after a resume the first snapshot is complete again).
+ *
+ * Its cost per call is O(messages added since the previous snapshot) apart from one pointer
+ * comparison per kept message: a request carries the whole history, so anything more per kept
+ * message (a map of the surface, hashing every message again) makes a long session's turns slower
+ * and slower (3,000 turns: ~3x the CPU per turn of turn 300). The hash continues the previous
+ * request's hash state (`Hash.copy()`) when the new request keeps all of its messages.
  */
 export class RequestRecorder {
-  private last: { configJson: string; system: string | null; toolsJson: string; messages: readonly Message[] } | undefined;
+  private last:
+    | {
+        configJson: string;
+        system: string | null;
+        toolsJson: string;
+        messages: readonly Message[];
+        /** sha256 state over the header and all of `messages` (see {@link requestHash}). */
+        hash: Hash;
+      }
+    | undefined;
 
   /**
    * @param surface the journaled surface when the call was made: a message that is the very object
@@ -118,28 +134,44 @@ export class RequestRecorder {
     const last = this.last;
     const messages = request.messages;
     let keep = 0;
-    if (last !== undefined) while (keep < messages.length && keep < last.messages.length && sameMessage(messages[keep]!, last.messages[keep]!)) keep++;
-    const journaled = new Map<string, Message>();
-    for (const message of surface) journaled.set(message.id, message);
+    if (last !== undefined) {
+      keep = sharedPrefixLength(last.messages, messages);
+      while (keep < messages.length && keep < last.messages.length && sameMessage(messages[keep]!, last.messages[keep]!)) keep++;
+    }
     const add = messages.slice(keep).map((message): SnapshotMessage => {
-      const stored = journaled.get(message.id);
+      const stored = journaledMessage(surface, message.id);
       if (stored === message) return message.id;
       // The seam's replay discipline sends a copy without the replay state.
       if (stored !== undefined && stored.content === message.content && stored.role === message.role && message.source?.kind === 'model' && message.source.replayState === undefined)
         return { id: message.id, replayState: false };
       return message;
     });
-    this.last = { configJson, system, toolsJson, messages };
+    // Kept messages are canonically equal to the previous request's (sameMessage): its hash state goes on.
+    const continues = last !== undefined && keep === last.messages.length && last.configJson === configJson && last.system === system && last.toolsJson === toolsJson;
+    const hash = continues ? last.hash.copy() : headerHash(configJson, system, toolsJson);
+    for (let i = continues ? keep : 0; i < messages.length; i++) hash.update(`\n${jsonOfMessage(messages[i]!)}`);
+    this.last = { configJson, system, toolsJson, messages, hash };
     return {
       turn,
       step,
-      hash: requestHash(request),
+      hash: hash.copy().digest('hex'),
       ...(last?.configJson === configJson ? {} : { config }),
       ...(last !== undefined && last.system === system ? {} : { system }),
       ...(last?.toolsJson === toolsJson ? {} : { tools }),
       messages: { keep, add },
     };
   }
+}
+
+/** The surface's message with this id (the last one, should ids repeat); the added messages are near its end. */
+function journaledMessage(surface: readonly Message[], id: string): Message | undefined {
+  for (let i = surface.length - 1; i >= 0; i--) if (surface[i]!.id === id) return surface[i];
+  return undefined;
+}
+
+/** A sha256 state over a request's header, as {@link requestHash} starts. */
+function headerHash(configJson: string, system: string | null, toolsJson: string): Hash {
+  return createHash('sha256').update(`{"config":${configJson},"system":${canonicalJson(system)},"tools":${toolsJson}}`);
 }
 
 /** The same message object, or the same stored content and replay state (the seam's copy of it). */

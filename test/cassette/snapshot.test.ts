@@ -12,11 +12,14 @@ import {
   firstDifference,
   readJournal,
   recordedCalls,
+  createAssistantMessage,
+  createUserMessage,
   requestHash,
   type AnySessionEvent,
   type GenerateOptions,
   type Harness,
 } from '../../runtime/index.ts';
+import { RequestRecorder } from '../../runtime/internal.ts';
 import { ofType, plugin, tempDir } from '../agent/support.ts';
 
 const demo = join(import.meta.dirname, '../../cookbook/demo-workspace');
@@ -111,5 +114,34 @@ describe('request/snapshot', () => {
     const c = canonicalRequest({ provider: 'p', model: 'm', messages: [], tools: [a.tools[0]!] });
     expect(firstDifference(a, c)?.path).toBe('tools[1]');
     expect(firstDifference(a, { ...a, system: 'hi' })?.path).toBe('system');
+  });
+
+  it('hashes each request as a whole, whatever the previous one was (the recorder goes on from its hash state)', () => {
+    const recorder = new RequestRecorder();
+    const base = { provider: 'p', model: 'm', tools: [{ name: 't', description: 'd', inputSchema: { type: 'object' } }] } as const;
+    const user = (text: string) => createUserMessage(text);
+    const model = (text: string) => createAssistantMessage({ provider: 'p', model: 'm', content: text, replayState: { response: { kind: 'k', version: 1, text } } });
+    const surface = [user('a'), model('b'), user('c'), model('d')];
+    const stripped = (() => {
+      const { replayState: _, ...source } = surface[1]!.source as { replayState?: unknown };
+      return { ...surface[1]!, source } as (typeof surface)[number];
+    })();
+    const requests: GenerateOptions[] = [
+      { ...base, messages: [] },
+      { ...base, messages: surface.slice(0, 1) },
+      { ...base, messages: surface.slice(0, 2) },
+      { ...base, messages: surface.slice(0, 4) }, // extends the previous one
+      { ...base, messages: surface.slice(0, 4) }, // the same again
+      { ...base, system: 'S', messages: surface.slice(0, 4) }, // the header changed
+      { ...base, system: 'S', messages: [surface[0]!, stripped, ...surface.slice(2)] }, // a copy without replay state in the middle
+      { ...base, system: 'S', messages: surface.slice(0, 3) }, // shorter
+      { ...base, system: 'S', temperature: 0.5, messages: surface }, // the config changed
+      { ...base, system: 'S', temperature: 0.5, tools: [], messages: [...surface, user('e')] }, // the tools changed
+      { ...base, system: 'S', temperature: 0.5, tools: [], messages: [user('other'), ...surface.slice(1)] }, // the first message replaced
+    ];
+    const hashes = requests.map((request, i) => recorder.snapshot(1, i + 1, request, surface).hash);
+    expect(hashes).toEqual(requests.map(requestHash));
+    expect(hashes[3]).toBe(hashes[4]);
+    expect(new Set(hashes).size).toBe(hashes.length - 1);
   });
 });

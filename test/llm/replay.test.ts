@@ -183,4 +183,94 @@ describe('replay degrade', () => {
     expect(chunks).toEqual([{ type: 'finish', finish: { kind: 'stop' } }]);
     expect(seen.map((d) => d.code)).toEqual(['OBSERVER_FAILED', 'INVALID_REPLAY_STATE']);
   });
+
+  describe('across the requests of a conversation (a long session sends its whole history each time)', () => {
+    class CountingAdapter extends ReplayAdapter {
+      validated = 0;
+      override validateReplayState(envelope: ReplayEnvelope): string | undefined {
+        this.validated++;
+        return super.validateReplayState(envelope);
+      }
+    }
+    const stateless = (message: Message): Message => {
+      const { replayState: _, ...source } = (message as AssistantMessage).source;
+      return { ...message, source } as Message;
+    };
+
+    it('reads only the messages after the earlier request’s; the kept ones are sent as before (the same copies)', async () => {
+      const adapter = new CountingAdapter();
+      await serve(adapter);
+      const first = conversation();
+      await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages: first }));
+      const validatedFirst = adapter.validated;
+      expect(validatedFirst).toBe(3); // malformed, valid, valid-no-blocks: the others fail before the adapter's check
+      const second = [...first, reply('later-bad', 'fake', env({ kind: 'fake', version: 2, bad: true }, [1, 2])), reply('later-ok', 'fake', env({ kind: 'fake', version: 2 }, [1, 2]))];
+      await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages: second }));
+      expect(adapter.validated - validatedFirst).toBe(2);
+      const [sent1, sent2] = [adapter.calls[0]!.messages, adapter.calls[1]!.messages];
+      for (let i = 0; i < first.length; i++) expect(sent2[i]).toBe(sent1[i]);
+      expect(sent2[first.length]).toEqual(stateless(second[first.length]!));
+      expect(sent2[first.length + 1]).toBe(second[first.length + 1]);
+      expect(adapter.reports.map((r) => r.messageId)).toEqual([...DEGRADED, 'later-bad']);
+    });
+
+    it('a message replaced in the middle is judged anew, and so is everything after it', async () => {
+      const adapter = new ReplayAdapter();
+      await serve(adapter);
+      const first = conversation();
+      await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages: first }));
+      const index = first.findIndex((m) => m.id === 'malformed');
+      // A middleware rewrites the malformed message into a valid one (same id), and one before it into a bad one.
+      const second = first.slice();
+      second[index] = reply('malformed', 'fake', env({ kind: 'fake', version: 2 }, [1, 2]));
+      const valid = first.findIndex((m) => m.id === 'valid');
+      second[valid] = reply('valid', 'fake', env({ kind: 'fake', version: 2, bad: true }, [1, 2]));
+      await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages: second }));
+      const sent = adapter.calls[1]!.messages;
+      expect(sent[index]).toBe(second[index]);
+      expect(sent[valid]).toEqual(stateless(second[valid]!));
+      for (const id of DEGRADED.filter((d) => d !== 'malformed')) {
+        const i = first.findIndex((m) => m.id === id);
+        expect(sent[i]).toEqual(stateless(first[i]!));
+      }
+      // A shorter request (a message dropped at the end) keeps the verdicts of what it shares.
+      await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages: second.slice(0, index + 1) }));
+      expect(adapter.calls[2]!.messages).toEqual(sent.slice(0, index + 1));
+    });
+
+    it('another model on the same route is judged for itself', async () => {
+      const adapter = new ReplayAdapter();
+      await serve(adapter);
+      const messages = conversation();
+      await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages }));
+      await collect(harness!.llm.stream({ provider: 'fake', model: 'other', messages }));
+      const sent = adapter.calls[1]!.messages;
+      for (const [i, message] of messages.entries()) {
+        if (message.source.kind === 'model' && message.source.replayState !== undefined) expect('replayState' in sent[i]!.source).toBe(false);
+        else expect(sent[i]).toBe(message);
+      }
+      // Every message of provider "fake" was made by model m; the other-provider one was reported for that reason already.
+      expect(adapter.reports.filter((r) => r.model === 'other').map((r) => r.reason)).toEqual(Array(6).fill('other-model'));
+      await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages }));
+      expect(adapter.calls[2]!.messages).toEqual(adapter.calls[0]!.messages);
+    });
+
+    it('a message that is not frozen is read again at every request', async () => {
+      const adapter = new ReplayAdapter();
+      await serve(adapter);
+      const head = createUserMessage('hello', { id: 'u0' });
+      const mutable = {
+        id: 'm1',
+        role: 'assistant',
+        content: [{ type: 'text', text: 'x' }],
+        source: { kind: 'model', provider: 'fake', model: 'm', replayState: env({ kind: 'fake', version: 2, bad: true }) },
+      } as unknown as Message;
+      const messages = [head, mutable];
+      await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages }));
+      expect('replayState' in adapter.calls[0]!.messages[1]!.source).toBe(false);
+      (mutable.source as { replayState: unknown }).replayState = env({ kind: 'fake', version: 2 });
+      await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages }));
+      expect(adapter.calls[1]!.messages[1]).toBe(mutable);
+    });
+  });
 });
