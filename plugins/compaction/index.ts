@@ -20,6 +20,7 @@
  * repair when the session is opened.
  */
 import {
+  sharedPrefixLength,
   BlockAssembler,
   createPluginMessage,
   createUserMessage,
@@ -59,6 +60,37 @@ const SUMMARY_INSTRUCTION = [
   "Keep every fact needed to continue the work: the user's goals and constraints, decisions made, files read or changed (with paths), commands run and their outcomes, open questions and next steps.",
   'Write plain prose and short lists. Do not call any tool.',
 ].join(' ');
+
+/**
+ * Without the token meter: characters of the messages' content as JSON, / 4. Remembered per
+ * conversation (its first message), so that a list extending the last one is only read from where
+ * that one's frozen prefix ended: this runs at every step, and a long history read each time made
+ * turns slower as the session grew (issue 16).
+ */
+function jsonCharsEstimator(): (messages: readonly Message[]) => number {
+  const memos = new WeakMap<Message, { messages: readonly Message[]; chars: number[]; trusted: number }>();
+  return (messages) => {
+    const first = messages[0];
+    if (first === undefined) return 0;
+    let memo = memos.get(first);
+    if (memo === undefined) {
+      memo = { messages, chars: [], trusted: 0 };
+      memos.set(first, memo);
+    }
+    const same = Math.min(memo.trusted, sharedPrefixLength(memo.messages, messages));
+    const chars = memo.chars;
+    chars.length = same;
+    let trusted = -1;
+    for (let i = same; i < messages.length; i++) {
+      const message = messages[i]!;
+      if (trusted < 0 && !(Object.isFrozen(message) && Object.isFrozen(message.content))) trusted = i;
+      chars.push((i === 0 ? 0 : chars[i - 1]!) + JSON.stringify(message.content).length);
+    }
+    memo.messages = messages;
+    memo.trusted = trusted < 0 ? messages.length : trusted;
+    return Math.ceil(chars[messages.length - 1]! / 4);
+  };
+}
 
 /**
  * Index of the first message of the kept turns (a user prompt; `messages.length` for `keepTurns`
@@ -159,7 +191,8 @@ export default definePlugin({
       return { outcome: 'compacted', messageCount: session.state.messages.length };
     }
 
-    const estimate = (messages: readonly Message[]): number => ctx.tokenMeter?.estimateTokens(messages) ?? Math.ceil(messages.reduce((sum, m) => sum + JSON.stringify(m.content).length, 0) / 4);
+    const fallback = jsonCharsEstimator();
+    const estimate = (messages: readonly Message[]): number => ctx.tokenMeter?.estimateTokens(messages) ?? fallback(messages);
 
     /** The turn of each session's last failed threshold attempt: not repeated at every step of that turn. */
     const failedInTurn = new WeakMap<SessionHandle, number>();

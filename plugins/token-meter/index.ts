@@ -32,7 +32,7 @@
  * or double-counted, and costs follow the new generation's price table. A state of another shape
  * (a `STATE_VERSION` change) is not adopted: the new generation starts empty.
  */
-import { definePlugin, z, type EmitHook, type Message, type SessionEventDelivery, type TokenUsage } from '../../runtime/index.ts';
+import { definePlugin, sharedPrefixLength, z, type EmitHook, type Message, type SessionEventDelivery, type TokenUsage } from '../../runtime/index.ts';
 
 export type UsageClass = 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'reasoningTokens';
 export const USAGE_CLASSES: readonly UsageClass[] = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'reasoningTokens'];
@@ -144,6 +144,37 @@ export function estimateMessageTokens(message: Message): number {
 }
 
 const sum = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);
+
+/**
+ * `estimateTokens` over a message list, remembered per conversation (its first message): a list
+ * that starts with the very messages of the last one is summed from where that one's frozen
+ * prefix ended, after one pointer comparison per kept message. Compaction asks at every step, and
+ * reading each message of a long history per step made turns slower as the session grew (issue 16).
+ */
+function prefixEstimator(): (messages: readonly Message[]) => number {
+  const memos = new WeakMap<Message, { messages: readonly Message[]; sums: number[]; trusted: number }>();
+  return (messages) => {
+    const first = messages[0];
+    if (first === undefined) return 0;
+    let memo = memos.get(first);
+    if (memo === undefined) {
+      memo = { messages, sums: [], trusted: 0 };
+      memos.set(first, memo);
+    }
+    const same = Math.min(memo.trusted, sharedPrefixLength(memo.messages, messages));
+    const sums = memo.sums;
+    sums.length = same;
+    let trusted = -1;
+    for (let i = same; i < messages.length; i++) {
+      const message = messages[i]!;
+      if (trusted < 0 && !(Object.isFrozen(message) && Object.isFrozen(message.content))) trusted = i;
+      sums.push((i === 0 ? 0 : sums[i - 1]!) + estimateMessageTokens(message));
+    }
+    memo.messages = messages;
+    memo.trusted = trusted < 0 ? messages.length : trusted;
+    return sums[messages.length - 1]!;
+  };
+}
 const count = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
 
 export default definePlugin({
@@ -192,6 +223,29 @@ export default definePlugin({
       }
       return out;
     };
+    /**
+     * This generation's priced list of a tracker's requests with its cost sums, extended as requests
+     * are recorded (requests are only ever appended): a snapshot per event reads no older request.
+     */
+    const views = new WeakMap<Tracker, { list: RequestUsage[]; costUsd: number; pricedRequestCount: number; frozen: readonly RequestUsage[] | undefined }>();
+    const pricedView = (t: Tracker) => {
+      let view = views.get(t);
+      if (view === undefined) {
+        view = { list: [], costUsd: 0, pricedRequestCount: 0, frozen: undefined };
+        views.set(t, view);
+      }
+      for (let i = view.list.length; i < t.requests.length; i++) {
+        const request = withCost(t.requests[i]!);
+        view.list.push(request);
+        if (request.costUsd !== undefined) {
+          view.costUsd += request.costUsd;
+          view.pricedRequestCount++;
+        }
+        view.frozen = undefined;
+      }
+      view.frozen ??= Object.freeze(view.list.slice());
+      return view;
+    };
     /** Requests of a session's children, level by level, each marked with its session. */
     const childRequests = (sessionId: string, seen: Set<string>): RequestUsage[] => {
       const out: RequestUsage[] = [];
@@ -206,7 +260,9 @@ export default definePlugin({
     const snapshot = (sessionId: string, t: Tracker | undefined): SessionUsage => {
       const children = childRequests(sessionId, new Set([sessionId]));
       if (t === undefined && children.length === 0) return { sessionId, requests: [], totals: {}, costUsd: 0, pricedRequestCount: 0, contextTokens: 0 };
-      const requests = [...(t?.requests ?? []).map(withCost), ...children];
+      const view = t === undefined ? undefined : pricedView(t);
+      const own = view?.frozen ?? [];
+      const requests = children.length === 0 ? own : [...own, ...children];
       const totals: Record<string, number> = { ...t?.totals };
       for (const request of children) {
         for (const key of USAGE_CLASSES) {
@@ -214,9 +270,9 @@ export default definePlugin({
           if (count(tokens)) totals[key] = (totals[key] ?? 0) + tokens;
         }
       }
-      let costUsd = 0;
-      let pricedRequestCount = 0;
-      for (const request of requests) {
+      let costUsd = view?.costUsd ?? 0;
+      let pricedRequestCount = view?.pricedRequestCount ?? 0;
+      for (const request of children) {
         if (request.costUsd === undefined) continue;
         costUsd += request.costUsd;
         pricedRequestCount++;
@@ -305,7 +361,7 @@ export default definePlugin({
       session: (sessionId) => snapshot(sessionId, trackers.get(sessionId)),
       sessions: () => [...trackers.keys()],
       cost,
-      estimateTokens: (messages) => sum(messages.map(estimateMessageTokens)),
+      estimateTokens: prefixEstimator(),
       [STATE]: state,
     };
     ctx.provide('tokenMeter', service);

@@ -11,8 +11,10 @@ import {
   createPluginMessage,
   createUserMessage,
   importDshSession,
+  messageText,
   type AnySessionEvent,
   type Harness,
+  type Message,
   type SessionEvent,
   type SessionEventMap,
   type TokenUsage,
@@ -215,6 +217,40 @@ describe('token meter: pressure, prices, unknown counts', () => {
     expect(meterNow.sessions()).not.toContain('never-seen');
     expect(meterNow.sessions()).toEqual(expect.arrayContaining(['pressure', 'costs']));
     expect(meterNow.session('costs').totals.inputTokens).toBe(4007);
+  });
+
+  it('a usage read earlier is not changed by later requests (its request list is its own)', async () => {
+    seq = 0;
+    const id = 'kept-snapshot';
+    await deliver(h, id, [reply('x', { inputTokens: 10, outputTokens: 1 })]);
+    const early = h.ctx.tokenMeter!.session(id);
+    await deliver(h, id, [reply('y', { inputTokens: 20, outputTokens: 2 })]);
+    const late = h.ctx.tokenMeter!.session(id);
+    expect(early.requests.map((r) => r.seq)).toEqual([1]);
+    expect(early.costUsd).toBeCloseTo(0.000028, 12);
+    expect(late.requests.map((r) => r.seq)).toEqual([1, 2]);
+    expect(late.costUsd).toBeCloseTo(0.000028 + 0.000056, 12);
+    expect(late.pricedRequestCount).toBe(2);
+  });
+
+  it('estimateTokens of a conversation as it grows and changes equals the sum over its messages', () => {
+    const estimate = h.ctx.tokenMeter!.estimateTokens;
+    const byHand = (messages: readonly Message[]) => messages.reduce((sum, m) => sum + Math.ceil(messageText(m).length / 4), 0);
+    const messages: Message[] = [createUserMessage(say(400))];
+    expect(estimate([])).toBe(0);
+    for (let i = 1; i < 40; i++) {
+      messages.push(i % 2 ? createAssistantMessage({ content: say(i * 3, 'b'), provider: 'acme', model: 'm1' }) : createUserMessage(say(i)));
+      expect(estimate(messages)).toBe(byHand(messages));
+    }
+    const changed = messages.slice();
+    changed[7] = createUserMessage(say(999)); // a message replaced in the middle
+    expect(estimate(changed)).toBe(byHand(changed));
+    expect(estimate(messages.slice(0, 5))).toBe(byHand(messages.slice(0, 5))); // shorter
+    expect(estimate(messages)).toBe(byHand(messages));
+    const mutable = [messages[0]!, { ...messages[1]!, content: [{ type: 'text', text: say(40) }] } as Message];
+    expect(estimate(mutable)).toBe(110);
+    (mutable[1]!.content as { type: 'text'; text: string }[])[0]!.text = say(400); // not frozen: read again
+    expect(estimate(mutable)).toBe(200);
   });
 
   it('a usage count that is not a number (null in a foreign record) is not counted and does not make the class appear', async () => {
