@@ -5,7 +5,7 @@
  * export → import → export is byte-equal. The store is `--store`, else the config's `store`, else
  * the file store of the data directory. `harness export <session> --otel [endpoint]` sends the
  * session's OpenTelemetry spans and GenAI metrics instead (plugins/otel, issue 21), built from the
- * journal with its recorded times.
+ * journal with its recorded times, its subagent sessions' spans under the calls that ran them.
  */
 import { closeSync, fsyncSync, linkSync, openSync, rmSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -98,6 +98,7 @@ async function exportOtel(harness: Awaited<ReturnType<typeof openHarnessForReadi
   const report = await exportJournalTraces(id, readJournal(file ? ref : storeSource(harness.store, ref)), {
     ...(endpoint === undefined ? {} : { endpoint }),
     ...(options.captureContent ? { captureContent: true } : {}),
+    store: harness.store,
   });
   const lost = report.droppedSpanCount + report.failedSpanCount;
   if (lost > 0 || !report.complete || (report.exportedSpanCount === 0 && report.turnCount > 0)) {
@@ -107,7 +108,8 @@ async function exportOtel(harness: Awaited<ReturnType<typeof openHarnessForReadi
       { details: { sessionId: id, url: report.url, exportedSpanCount: report.exportedSpanCount, droppedSpanCount: report.droppedSpanCount, failedSpanCount: report.failedSpanCount } },
     );
   }
-  io.out.write(`${io.c.green('exported')} ${printable(id)}: ${report.exportedSpanCount} spans of ${report.turnCount} turn(s) → ${printable(report.url)}\n`);
+  const children = report.sessionCount > 1 ? ` (with ${report.sessionCount - 1} subagent session(s))` : '';
+  io.out.write(`${io.c.green('exported')} ${printable(id)}: ${report.exportedSpanCount} spans of ${report.turnCount} turn(s)${children} → ${printable(report.url)}\n`);
   return 0;
 }
 

@@ -3,7 +3,7 @@
  * and repaired — through the same {@link SessionTracer} as the live plugin, with the recorded
  * timestamps, exported over OTLP/HTTP; what `harness export <session> --otel [endpoint]` runs.
  */
-import { secrets, type AnySessionEvent } from '../../runtime/index.ts';
+import { listChildSessions, readJournal, secrets, storeSource, type AnySessionEvent, type JournalStore } from '../../runtime/index.ts';
 import { GenAiMetrics } from './metrics.ts';
 import { OtelPipeline, parentFromTraceparent, tracesUrl, type SpanStats } from './pipeline.ts';
 import { SessionTracer } from './trace-builder.ts';
@@ -22,13 +22,22 @@ export interface JournalExportOptions {
   readonly traceparent?: string;
   /** ms an export may take (default: `OTEL_EXPORTER_OTLP_TIMEOUT`, else 10000); a dead collector costs about this much. */
   readonly timeoutMs?: number;
+  /**
+   * The store the session's child sessions (subagents) are read from, to export their spans too,
+   * under the parent's `execute_tool` span that ran each of their turns, as the live plugin does;
+   * absent: the session's own spans only.
+   */
+  readonly store?: JournalStore;
 }
 
 export interface JournalExportReport extends SpanStats {
   /** Where the spans went. */
   readonly url: string;
+  /** Events and turns of every session exported (the session and its children). */
   readonly eventCount: number;
   readonly turnCount: number;
+  /** The session and the child sessions exported with it. */
+  readonly sessionCount: number;
   /** False when the export did not finish within `timeoutMs`. */
   readonly complete: boolean;
 }
@@ -37,7 +46,8 @@ export interface JournalExportReport extends SpanStats {
 const TURNS_PER_FLUSH = 20;
 
 /**
- * Exports the spans (and metrics) of one session's events, in journal order.
+ * Exports the spans (and metrics) of one session's events, in journal order, and then (with
+ * `store`) those of its child sessions, depth first.
  * @returns what was exported, dropped or failed, and where to.
  */
 export async function exportJournalTraces(sessionId: string, events: Iterable<AnySessionEvent> | AsyncIterable<AnySessionEvent>, options: JournalExportOptions = {}): Promise<JournalExportReport> {
@@ -58,27 +68,45 @@ export async function exportJournalTraces(sessionId: string, events: Iterable<An
   const redactor = secrets();
   for (const [name, value] of Object.entries(options.headers ?? {})) redactor.add(value, `otel header ${name}`);
   const parent = parentFromTraceparent(options.traceparent ?? process.env.TRACEPARENT, process.env.TRACESTATE);
-  const tracer = new SessionTracer({
-    tracer: pipeline.tracer,
-    ...(pipeline.meter === undefined ? {} : { metrics: new GenAiMetrics(pipeline.meter) }),
-    sessionId,
-    ...(parent === undefined ? {} : { parent }),
-    captureContent: options.captureContent ?? false,
-    agentName: options.agentName ?? 'harness',
-    redact: (text) => redactor.redact(text),
-  });
+  const metrics = pipeline.meter === undefined ? undefined : new GenAiMetrics(pipeline.meter);
   let eventCount = 0;
   let turnCount = 0;
+  let sessionCount = 0;
   let complete = true;
-  try {
-    for await (const event of events) {
+  const traceSession = async (
+    id: string,
+    sessionEvents: Iterable<AnySessionEvent> | AsyncIterable<AnySessionEvent>,
+    spawnedBy?: (atMs: number) => ReturnType<SessionTracer['childParent']>,
+  ): Promise<void> => {
+    const tracer = new SessionTracer({
+      tracer: pipeline.tracer,
+      ...(metrics === undefined ? {} : { metrics }),
+      sessionId: id,
+      ...(parent === undefined ? {} : { parent }),
+      ...(spawnedBy === undefined ? {} : { spawnedBy }),
+      captureContent: options.captureContent ?? false,
+      agentName: options.agentName ?? 'harness',
+      redact: (text) => redactor.redact(text),
+    });
+    sessionCount++;
+    for await (const event of sessionEvents) {
       tracer.push(event);
       eventCount++;
       if (event.type === 'turn/end' && ++turnCount % TURNS_PER_FLUSH === 0) complete = (await pipeline.flush(2 * timeoutMs)) && complete;
     }
     tracer.close();
+    // The parent's whole journal is read first: every call that ran a child's turn is known then.
+    const store = options.store;
+    if (store === undefined) return;
+    for (const child of await listChildSessions(id, store)) {
+      const link = child.parentSession;
+      await traceSession(child.id, readJournal(storeSource(store, child.id)), (atMs) => tracer.childParent(child.id, link?.callId, atMs));
+    }
+  };
+  try {
+    await traceSession(sessionId, events);
   } finally {
     complete = (await pipeline.shutdown(2 * timeoutMs)) && complete;
   }
-  return { url: tracesUrl(options.endpoint), eventCount, turnCount, complete, ...pipeline.stats() };
+  return { url: tracesUrl(options.endpoint), eventCount, turnCount, sessionCount, complete, ...pipeline.stats() };
 }

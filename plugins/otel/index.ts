@@ -6,7 +6,8 @@
  * sink and feeds it to the same {@link SessionTracer} that `harness export <session> --otel` feeds
  * from a journal, so a live run's spans and its journal's spans are the same (ids aside). A turn's
  * own W3C trace context (journaled on its `turn/start`: `session.run(…, { trace })`, a `traceparent`
- * header in `harness serve`) parents its spans. The sink
+ * header in `harness serve`) parents its spans; a child session's turns (a subagent, whose
+ * deliveries carry `parentSession`) hang under the parent's `execute_tool` span that ran them. The sink
  * only queues (a span is built and ended synchronously; the BatchSpanProcessor exports on its own
  * timer), so a slow or dead collector never slows or fails a turn: a full queue drops spans, counted
  * (`ctx.otel.stats()`, and an `OTEL_SPANS_DROPPED` warning when the plugin unloads).
@@ -108,15 +109,18 @@ export default definePlugin({
     const tracers = new Map<string, SessionTracer>();
     let failed = false;
     ctx.declareHook('session/event', 'sink');
-    ctx.on('session/event', ({ sessionId, event }: SessionEventDelivery) => {
+    ctx.on('session/event', ({ sessionId, event, parentSession: link }: SessionEventDelivery) => {
       try {
         let tracer = tracers.get(sessionId);
         if (tracer === undefined) {
+          // A child session (a subagent): its turns hang under the parent's execute_tool span that ran them.
+          const spawnedBy = link === undefined ? undefined : (atMs: number) => tracers.get(link.sessionId)?.childParent(sessionId, link.callId, atMs);
           tracer = new SessionTracer({
             tracer: pipeline.tracer,
             ...(metrics === undefined ? {} : { metrics }),
             sessionId,
             ...(parent === undefined ? {} : { parent }),
+            ...(spawnedBy === undefined ? {} : { spawnedBy }),
             captureContent: config.captureContent,
             agentName: config.agentName,
             redact: (text) => redactor.redact(text),

@@ -6,7 +6,8 @@
  *
  * Spans (names and attributes per the GenAI conventions, see conventions.ts):
  * - `invoke_agent <agent>` (INTERNAL): a turn, `turn/start` → `turn/end`; the root of its own trace,
- *   or a child of the trace context journaled on its `turn/start`, else of the incoming `TRACEPARENT`.
+ *   or a child of the trace context journaled on its `turn/start`, else (a subagent's turn) of the
+ *   parent session's `execute_tool` span that ran it, else of the incoming `TRACEPARENT`.
  *   - `step` (INTERNAL): `step/start` → `step/end`.
  *     - `chat <model>` (CLIENT): one model call, from when it could be dispatched (the step's start,
  *       the request header or compaction just before it, or the end of a retry's wait) to its finish
@@ -20,7 +21,7 @@
  * event by {@link SessionTracer.close}, with `error.type` `INCOMPLETE`. An event recorded earlier
  * than the one before it (a clock that stepped back) is taken at the time before it.
  */
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type HrTime, type Span, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type HrTime, type Span, type SpanContext, type Tracer } from '@opentelemetry/api';
 import {
   SnapshotReader,
   type AnySessionEvent,
@@ -46,9 +47,14 @@ export interface SessionTracerOptions {
   /**
    * The parent of every turn span (an incoming `TRACEPARENT`); absent: each turn starts a trace. A
    * turn's own trace context (journaled on its `turn/start`, e.g. from a `traceparent` header in
-   * `harness serve`) comes first.
+   * `harness serve`) and {@link spawnedBy} come first.
    */
   readonly parent?: Context;
+  /**
+   * A child session (a subagent): the context of the parent's `execute_tool` span that ran the turn
+   * starting at `atMs` (see {@link SessionTracer.childParent}); undefined: the turn has no such parent.
+   */
+  readonly spawnedBy?: (atMs: number) => Context | undefined;
   /** Export prompts, completions, tool arguments and results. Default false. */
   readonly captureContent?: boolean;
   /** `gen_ai.agent.name`, and the turn span's name `invoke_agent <agentName>`. Default `harness`. */
@@ -72,9 +78,9 @@ interface CallState {
 
 interface ToolState {
   readonly name: string;
-  readonly startMs: number;
   readonly arguments: string;
-  readonly events: { name: string; attributes: Attributes; atMs: number }[];
+  /** Started at `tool/call`, so that a subagent the call runs can be parented under it while it runs. */
+  readonly span: Span;
 }
 
 interface StepState {
@@ -115,6 +121,10 @@ export class SessionTracer {
   private config: LlmCallConfig | undefined;
   private turn: TurnState | undefined;
   private lastAtMs = 0;
+  /** Span context of every tool call, by call id: a child session's header names the call that spawned it. */
+  private readonly callSpans = new Map<string, SpanContext>();
+  /** Child session id → the calls that ran its turns, in order (`subagent/spawn`, `subagent/input`). */
+  private readonly childCalls = new Map<string, { readonly atMs: number; readonly span: SpanContext }[]>();
 
   constructor(options: SessionTracerOptions) {
     this.options = options;
@@ -188,21 +198,37 @@ export class SessionTracer {
       case 'tool/call': {
         const data = (event as SessionEvent<'tool/call'>).data;
         if (step.call !== undefined) this.endCall(step, event.atMs);
-        step.tools.set(data.callId, { name: data.name, startMs: event.atMs, arguments: data.arguments, events: [] });
+        const span = this.startTool(step, data.callId, data.name, event.atMs);
+        step.tools.set(data.callId, { name: data.name, arguments: data.arguments, span });
+        this.callSpans.set(data.callId, span.spanContext());
         return;
       }
       case 'approval/decided': {
         const data = (event as SessionEvent<'approval/decided'>).data;
-        step.tools.get(data.callId)?.events.push({
-          name: HARNESS.APPROVAL_EVENT,
-          attributes: { [HARNESS.APPROVAL_DECISION]: data.decision, [HARNESS.APPROVAL_DECIDED_BY]: data.decidedBy, ...(data.reason === undefined ? {} : { [HARNESS.APPROVAL_REASON]: data.reason }) },
-          atMs: event.atMs,
-        });
+        step.tools
+          .get(data.callId)
+          ?.span.addEvent(
+            HARNESS.APPROVAL_EVENT,
+            { [HARNESS.APPROVAL_DECISION]: data.decision, [HARNESS.APPROVAL_DECIDED_BY]: data.decidedBy, ...(data.reason === undefined ? {} : { [HARNESS.APPROVAL_REASON]: data.reason }) },
+            hrTimeOf(event.atMs),
+          );
         return;
       }
       case 'tool/start': {
         const data = (event as SessionEvent<'tool/start'>).data;
-        step.tools.get(data.callId)?.events.push({ name: HARNESS.TOOL_START_EVENT, attributes: {}, atMs: event.atMs });
+        step.tools.get(data.callId)?.span.addEvent(HARNESS.TOOL_START_EVENT, {}, hrTimeOf(event.atMs));
+        return;
+      }
+      // The subagents plugin's records (plugins import no other plugin: read by shape): which call
+      // runs the next turn of which child session.
+      case 'subagent/spawn':
+      case 'subagent/input': {
+        const { callId, childSessionId } = event.data as { callId?: unknown; childSessionId?: unknown };
+        const span = typeof callId === 'string' ? this.callSpans.get(callId) : undefined;
+        if (span === undefined || typeof childSessionId !== 'string') return;
+        const calls = this.childCalls.get(childSessionId) ?? [];
+        calls.push({ atMs: event.atMs, span });
+        this.childCalls.set(childSessionId, calls);
         return;
       }
       case 'tool/result':
@@ -214,6 +240,20 @@ export class SessionTracer {
       default:
         return;
     }
+  }
+
+  /**
+   * The parent context of a turn of the child session `childSessionId` that starts at `atMs`: the
+   * `execute_tool` span of the last call that ran a turn of it by then (`subagent/spawn`,
+   * `subagent/input`), else the span of `callId` (the child header's `parentSession.callId`).
+   * Undefined when this session never saw that call.
+   */
+  childParent(childSessionId: string, callId: string | undefined, atMs: number): Context | undefined {
+    const calls = this.childCalls.get(childSessionId) ?? [];
+    let span: SpanContext | undefined;
+    for (const call of calls) if (call.atMs <= atMs) span = call.span;
+    span ??= callId === undefined ? undefined : this.callSpans.get(callId);
+    return span === undefined ? undefined : trace.setSpanContext(ROOT_CONTEXT, span);
   }
 
   /**
@@ -229,9 +269,9 @@ export class SessionTracer {
 
   private startTurn(event: SessionEvent<'turn/start'>): void {
     if (this.turn !== undefined) this.close(event.atMs);
-    // The turn's own context (journaled from its caller), then the session's.
+    // The turn's own context (journaled from its caller), then the call that ran it, then the session's.
     const own = event.data.trace === undefined ? undefined : parentFromTraceparent(event.data.trace.traceparent, event.data.trace.tracestate);
-    const inherited = own ?? this.options.parent;
+    const inherited = own ?? this.options.spawnedBy?.(event.atMs) ?? this.options.parent;
     const parent = inherited ?? ROOT_CONTEXT;
     const span = this.options.tracer.startSpan(
       `${OPERATION.INVOKE_AGENT} ${this.agentName}`,
@@ -375,29 +415,33 @@ export class SessionTracer {
   }
 
   private endTool(step: StepState, callId: string, tool: ToolState | undefined, atMs: number, result?: SessionEvent<'tool/result'>['data'], code?: string): void {
-    const turn = this.turn!;
-    const name = tool?.name ?? 'unknown';
     const block = result?.message.content[0];
     const isError = result === undefined || block?.isError === true;
     const errorType = result === undefined ? (code ?? 'INCOMPLETE') : isError ? (result.code ?? 'TOOL_ERROR') : undefined;
+    // A result without its call (the tracer was loaded mid-step): the span is the instant of the result.
+    const span = tool?.span ?? this.startTool(step, callId, 'unknown', atMs);
+    const attributes: Attributes = {};
+    if (errorType !== undefined) attributes[ERROR_TYPE] = errorType;
+    if (this.options.captureContent) {
+      if (tool !== undefined) attributes[GEN_AI.TOOL_CALL_ARGUMENTS] = this.redact(tool.arguments);
+      if (block !== undefined) attributes[GEN_AI.TOOL_CALL_RESULT] = this.redact(block.content.map((part) => (part.type === 'text' ? part.text : `[${part.type}]`)).join(''));
+    }
+    span.setAttributes(attributes);
+    if (errorType !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: errorType });
+    span.end(hrTimeOf(atMs));
+  }
+
+  private startTool(step: StepState, callId: string, name: string, atMs: number): Span {
     const attributes: Attributes = {
       [GEN_AI.OPERATION_NAME]: OPERATION.EXECUTE_TOOL,
       [GEN_AI.TOOL_NAME]: name,
       [GEN_AI.TOOL_CALL_ID]: callId,
       [GEN_AI.TOOL_TYPE]: 'function',
       [GEN_AI.CONVERSATION_ID]: this.options.sessionId,
-      [HARNESS.TURN]: turn.turn,
+      [HARNESS.TURN]: this.turn!.turn,
       [HARNESS.STEP]: step.step,
     };
-    if (errorType !== undefined) attributes[ERROR_TYPE] = errorType;
-    if (this.options.captureContent) {
-      if (tool !== undefined) attributes[GEN_AI.TOOL_CALL_ARGUMENTS] = this.redact(tool.arguments);
-      if (block !== undefined) attributes[GEN_AI.TOOL_CALL_RESULT] = this.redact(block.content.map((part) => (part.type === 'text' ? part.text : `[${part.type}]`)).join(''));
-    }
-    const span = this.options.tracer.startSpan(`${OPERATION.EXECUTE_TOOL} ${name}`, { kind: SpanKind.INTERNAL, startTime: hrTimeOf(tool?.startMs ?? atMs), attributes }, step.context);
-    for (const item of tool?.events ?? []) span.addEvent(item.name, item.attributes, hrTimeOf(item.atMs));
-    if (errorType !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: errorType });
-    span.end(hrTimeOf(atMs));
+    return this.options.tracer.startSpan(`${OPERATION.EXECUTE_TOOL} ${name}`, { kind: SpanKind.INTERNAL, startTime: hrTimeOf(atMs), attributes }, step.context);
   }
 
   private endStep(atMs: number, code?: string): void {

@@ -181,6 +181,8 @@ export interface SessionEventDelivery {
   readonly event: AnySessionEvent;
   /** The session's parent, when it is a child session (its header's `parentSession.sessionId`). */
   readonly parentSessionId?: string;
+  /** The whole link of a child session (its header's `parentSession`: the parent, the tool call that spawned it, the depth). */
+  readonly parentSession?: ParentSessionLink;
 }
 
 /**

@@ -184,8 +184,8 @@ export class StoreJournal implements SessionJournal {
       if (this.writing === undefined) this.pump().catch(() => undefined);
     } else if (!this.scheduled) this.schedule();
     if (this.bus === undefined || !this.bus.hasSinks('session/event')) return event;
-    const parent = this.header.parentSession?.sessionId;
-    const delivered = this.bus.deliver('session/event', parent === undefined ? { sessionId: this.id, event } : { sessionId: this.id, event, parentSessionId: parent });
+    const parent = this.header.parentSession;
+    const delivered = this.bus.deliver('session/event', parent === undefined ? { sessionId: this.id, event } : { sessionId: this.id, event, parentSessionId: parent.sessionId, parentSession: parent });
     return delivered === undefined ? event : delivered.then(() => event);
   }
 
