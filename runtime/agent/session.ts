@@ -38,6 +38,7 @@ import { errorOutcome, parseToolCall, runTool, type ToolOutcome } from './closeo
 import type { ApprovalAnswer, ApprovalRequest, RequestErrorDecision, RunOptions, SessionHandle } from './hooks.ts';
 import type { ToolDefinition, ToolRegistry } from './tools.ts';
 import { EventChannel } from './channel.ts';
+import { ChunkDrain } from './chunk-drain.ts';
 
 export interface AgentSessionOptions {
   readonly journal: SessionJournal;
@@ -401,34 +402,33 @@ export class AgentSession {
     const journal = this.journal;
     const channel = this.channel;
     const chunks = prepared.stream(request)[Symbol.asyncIterator]();
-    let ended = false;
+    /** Journals the chunk and passes it on; a promise only when something must be waited for. */
+    const record = (chunk: StreamChunk): void | Promise<void> => {
+      assembler.push(chunk);
+      const appended = journal.append('assistant/chunk', { turn, step, chunk });
+      if (appended instanceof Promise) return appended.then((event) => void channel?.push(event as AnySessionEvent));
+      channel?.push(appended as AnySessionEvent);
+    };
+    const drain = new ChunkDrain(
+      chunks,
+      (chunk) => {
+        if (observed.length === 0) return record(chunk);
+        return (async () => {
+          for (const sent of observed.splice(0)) await this.append('request/snapshot', this.recorder.snapshot(turn, step, sent, journal.state.messages), { ignorable: true });
+          await record(chunk);
+        })();
+      },
+      (error) => {
+        // A middleware's bug (not a veto: those are HarnessErrors and end the turn as before) is the
+        // call's terminal finish{error, PLUGIN_ERROR}, journaled like any finish; it is not retried.
+        if (HarnessError.is(error) || !isProgrammingError(error)) throw error;
+        return middlewareFailureChunk(error, this.options.bus);
+      },
+    );
     try {
-      for (;;) {
-        let next: IteratorResult<StreamChunk>;
-        let failed = false;
-        try {
-          next = await chunks.next();
-        } catch (error) {
-          // A middleware's bug (not a veto: those are HarnessErrors and end the turn as before) is the
-          // call's terminal finish{error, PLUGIN_ERROR}, journaled like any finish; it is not retried.
-          ended = true;
-          if (HarnessError.is(error) || !isProgrammingError(error)) throw error;
-          next = { done: false, value: middlewareFailureChunk(error, this.options.bus) };
-          failed = true;
-        }
-        if (next.done) {
-          ended = true;
-          break;
-        }
-        const chunk = next.value;
-        if (observed.length > 0) for (const sent of observed.splice(0)) await this.append('request/snapshot', this.recorder.snapshot(turn, step, sent, journal.state.messages), { ignorable: true });
-        assembler.push(chunk);
-        const appended = journal.append('assistant/chunk', { turn, step, chunk });
-        channel?.push((appended instanceof Promise ? await appended : appended) as AnySessionEvent);
-        if (failed) break;
-      }
+      await drain.run();
     } finally {
-      if (!ended) await chunks.return?.();
+      if (!drain.ended) await chunks.return?.();
     }
     const result = assembler.result();
     const { provider, model } = prepared.config;
