@@ -362,8 +362,8 @@ export function titleOf(prompt: string): string {
 }
 
 /**
- * The CLI's hint for an error code: the flag or command to use where the runtime's message speaks
- * of its API. One line, or undefined.
+ * The CLI's hint for an error code: the flag or command that does what the runtime's neutral
+ * message describes (the rule in runtime/kernel/errors.ts). One line, or undefined.
  */
 export function hintFor(error: HarnessError, context: { globals: GlobalOptions; dataDir?: string }): string | undefined {
   const self = selfWithGlobals(context.globals);
@@ -375,6 +375,8 @@ export function hintFor(error: HarnessError, context: { globals: GlobalOptions; 
       return `\`${self} replay ${session} --salvage\` reads past the damaged line; \`${self} replay ${session} --verify\` lists all the damage.`;
     case 'FORK_INSIDE_TURN':
       return 'add --close-turn to fork there anyway (the fork closes the open turn with synthetic events), or fork at a seq outside the turn.';
+    case 'UNKNOWN_EVENT_TYPE':
+      return `the session holds events of a plugin that the config ${configName(config)} does not load; \`${self} replay ${session}\` reads it without that plugin.`;
     case 'JOURNAL_LOCKED':
       return `another harness process is writing this session; \`${self} replay ${session}\` reads it meanwhile (read-only), or wait for it to finish.`;
     case 'JOURNAL_EXISTS':

@@ -79,7 +79,7 @@ export async function forkCommand(source: string, options: { at: number; closeTu
         ...(options.id ? { id: options.id } : {}),
       });
     } catch (error) {
-      // The runtime's message speaks of its API; say it with this command's flags and the seqs allowed.
+      // The runtime's message is neutral; say it with this command's flags and the nearest seqs allowed.
       if (!HarnessError.is(error) || error.code !== 'FORK_INSIDE_TURN') throw error;
       const self = `${selfWithGlobals(globals)} fork ${shellQuote(source)}`;
       const message = await forkInsideTurnMessage(sessionSource(harness, path), options.at, { session: String(error.failure.sessionId ?? source), retry: (seq) => `\`${self} --at ${seq}\`` });

@@ -330,7 +330,7 @@ export default definePlugin({
             const entry = kept.get(input.subagentId);
             if (entry === undefined || entry.parentId !== session.id) {
               const mine = [...kept].filter(([, e]) => e.parentId === session.id).map(([id]) => id);
-              throw new HarnessError('UNKNOWN_SUBAGENT', `No kept subagent "${input.subagentId}" in this session. Kept: ${mine.join(', ') || 'none'} (start one with run_subagent { keep: true }).`);
+              throw new HarnessError('UNKNOWN_SUBAGENT', `No kept subagent "${input.subagentId}" in this session. Kept: ${mine.join(', ') || 'none'} (start one with run_subagent and keep: true).`);
             }
             await session.append('subagent/input', { turn: context.turn ?? 0, step: context.step ?? 0, callId: context.callId, childSessionId: input.subagentId }, { ignorable: true });
             const close = input.close === true;

@@ -4,6 +4,16 @@
  * Every error the runtime raises is a `HarnessError`: a stable UPPER_SNAKE `code` to branch on, a
  * human `message` that names the thing and the fix, and a frozen JSON-safe `failure` that can be
  * journaled as is. Never branch on `message`.
+ *
+ * Whose words a message uses — one rule for the runtime, the plugins and the CLI: a message speaks to
+ * whoever can fix the problem, in the words they use. What a config or a command line causes is said
+ * with config keys (`maxSteps`, the config's plugins) or CLI flags; the plugin API (`definePlugin`,
+ * `defineTool`, `ctx.declareHook`) is named only in errors that only plugin code can cause. No
+ * message names a function or an option of the embedding API (`openJournal`, `forkSession`,
+ * `{ salvage: true }`, `{ closeOpenTurn: true }`): the remedy is said neutrally ("a salvage read skips
+ * the line", "fork with the open turn closed"), an API caller has the code and the `failure`
+ * details, and the CLI adds a `hint:` per code with its flag (`--salvage`, `--close-turn`).
+ * test/cli/messages.test.ts holds every message to this.
  */
 import { deepFreeze } from './freeze.ts';
 

@@ -158,7 +158,10 @@ export class PluginHost {
     const definition = normalized.plugin ?? (await this.importDefinition(modulePath!));
     return this.serialize(definition.name, async () => {
       if (this.loaded.has(definition.name)) {
-        throw new HarnessError('DUPLICATE_PLUGIN', `Plugin "${definition.name}" is already loaded; unload it first or use reload("${definition.name}").`);
+        throw new HarnessError(
+          'DUPLICATE_PLUGIN',
+          `Plugin "${definition.name}" is already loaded: a plugin is loaded once, so list it once in the config's plugins (a loaded plugin is reloaded, not loaded again).`,
+        );
       }
       const next = await this.setUp(definition, modulePath, normalized.config, 1, this.kernel.bus.reserveOrder());
       try {

@@ -139,7 +139,7 @@ export class FileJournalStore implements JournalStore {
     ensureDirectory(dirname(path));
     const lockPath = lockPathOf(path);
     const lock = acquireLock(lockPath, path);
-    const exists = (): HarnessError => new HarnessError('JOURNAL_EXISTS', `A journal already exists at ${path}; open it with openJournal, or pick another session id.`, { details: { path } });
+    const exists = (): HarnessError => new HarnessError('JOURNAL_EXISTS', `A journal already exists at ${path}; resume that session, or pick another session id.`, { details: { path } });
     if (prefix !== undefined) removeDeadPartials(dirname(path));
     const writePath = prefix === undefined ? path : partialPathOf(path, process.pid);
     const removePartial = (): void => {

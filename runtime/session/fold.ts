@@ -227,7 +227,7 @@ function reducerFor(event: AnySessionEvent): EventReducer | null {
   if (event.ignorable === true) return null;
   throw new HarnessError(
     'UNKNOWN_EVENT_TYPE',
-    `Unknown event type "${type}" (seq ${event.seq}) is not marked ignorable. Load the plugin that registers it (registerEventType), or append it with { ignorable: true }.`,
+    `Unknown event type "${type}" (seq ${event.seq}): no loaded plugin registers it, and the record is not marked ignorable. Load the plugin that records it (add it to the config's plugins).`,
     { details: { type, seq: event.seq } },
   );
 }

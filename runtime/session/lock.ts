@@ -149,13 +149,9 @@ function release(path: string, content: string): void {
  */
 export function acquireLock(lockPath: string, journalPath: string): LockResult {
   if (held.has(lockPath)) {
-    throw new HarnessError(
-      'JOURNAL_LOCKED',
-      `${journalPath} is already open for writing in this process (pid ${process.pid}); close that journal first, or open the session read-only with openSession.`,
-      {
-        details: { path: journalPath, pid: process.pid },
-      },
-    );
+    throw new HarnessError('JOURNAL_LOCKED', `${journalPath} is already open for writing in this process (pid ${process.pid}); close that journal first, or read the session without writing.`, {
+      details: { path: journalPath, pid: process.pid },
+    });
   }
   let result: Taken;
   try {
@@ -168,7 +164,7 @@ export function acquireLock(lockPath: string, journalPath: string): LockResult {
     const pid = result.holder.pid;
     throw new HarnessError(
       'JOURNAL_LOCKED',
-      `${journalPath} is open for writing by another process (pid ${pid ?? 'unknown'}; lock ${lockPath}). One writer per session: wait for it to close, or open the session read-only with openSession.`,
+      `${journalPath} is open for writing by another process (pid ${pid ?? 'unknown'}; lock ${lockPath}). One writer per session: wait for it to close, or read the session without writing (a replay does).`,
       { details: { path: journalPath, lockPath, pid } },
     );
   }

@@ -430,8 +430,8 @@ export function assertForkComplete(path: string, header: SessionHeader, lastSeq:
 function corruptError(path: string, bad: SkippedLine): HarnessError {
   return new HarnessError(
     'JOURNAL_CORRUPT',
-    `${path}:${bad.lineNumber}: corrupt journal line (${bad.reason}).${bad.reason.startsWith('"data"') ? ' A complete line of the wrong shape' : ' Lines after it exist, so this'} is not a torn tail. The file was left as it is; read it with { salvage: true } to skip the line.`,
-    { details: { path, line: bad.lineNumber, reason: bad.reason } },
+    `${path}:${bad.lineNumber}: corrupt journal line (${bad.reason}).${bad.reason.startsWith('"data"') ? ' A complete line of the wrong shape' : ' Lines after it exist, so this'} is not a torn tail. The file was left as it is; a salvage read skips the line.`,
+    { details: { path, line: bad.lineNumber, reason: bad.reason, salvageable: true } },
   );
 }
 

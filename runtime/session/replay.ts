@@ -64,7 +64,7 @@ export async function forkSession(source: string, options: ForkOptions): Promise
   const store = storeOf(options);
   const atSeq = options.atSeq;
   if (!Number.isInteger(atSeq) || atSeq < 0) {
-    throw new HarnessError('FORK_OUT_OF_RANGE', `forkSession needs atSeq ≥ 0 (an integer); got ${String(atSeq)}.`, { details: { atSeq } });
+    throw new HarnessError('FORK_OUT_OF_RANGE', `A fork needs a seq of 0 or more (an integer); got ${String(atSeq)}.`, { details: { atSeq } });
   }
   const id = options.id ?? randomUUID();
   assertSessionId(id);
@@ -86,7 +86,7 @@ export async function forkSession(source: string, options: ForkOptions): Promise
           ? 'inside a compaction'
           : 'with unanswered tool calls';
     const before = prefix.openTurnSeq !== undefined ? ` Fork at seq ${prefix.openTurnSeq - 1} (before that turn) or at the seq of its turn/end,` : '';
-    throw new HarnessError('FORK_INSIDE_TURN', `Seq ${atSeq} of session ${sourceHeader.id} is ${where}.${before} or pass { closeOpenTurn: true } to close it with synthetic events in the fork.`, {
+    throw new HarnessError('FORK_INSIDE_TURN', `Seq ${atSeq} of session ${sourceHeader.id} is ${where}.${before} or fork with the open turn closed (synthetic events end it in the fork).`, {
       details: { sessionId: sourceHeader.id, atSeq, ...(prefix.openTurnSeq !== undefined ? { turnStartSeq: prefix.openTurnSeq } : {}) },
     });
   }

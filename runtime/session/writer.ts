@@ -237,7 +237,7 @@ export class StoreJournal implements SessionJournal {
 
   private assertWritable(): void {
     if (this.closed || this.closing !== undefined) {
-      throw new HarnessError('JOURNAL_CLOSED', `The journal ${this.path} is closed; open it again with openJournal to append.`, { details: { path: this.path } });
+      throw new HarnessError('JOURNAL_CLOSED', `The journal ${this.path} is closed; open the session again to append to it.`, { details: { path: this.path } });
     }
     if (this.failure !== undefined) throw this.writeFailed();
   }
