@@ -270,6 +270,32 @@ export class LiveRenderer {
   }
 }
 
+/**
+ * A `plugin/reload` record as one transcript line: `↻ reloaded llm-scripted (generation 2, 14 ms)`,
+ * `✗ reload of notes failed — PLUGIN_IMPORT_FAILED: … (generation 2 still serving)`, `↻ loaded x`,
+ * `↻ unloaded x`, `✗ the config did not load — …`; `in turn 3` when it happened inside one.
+ */
+export function reloadLine(data: SessionEvent<'plugin/reload'>['data'], io: Io): string {
+  const { c } = io;
+  const name = printable(String(data.name ?? '?'));
+  const generation = typeof data.generation === 'number' ? data.generation : undefined;
+  const where = typeof data.turn === 'number' ? ` · in turn ${data.turn}${typeof data.step === 'number' ? ` step ${data.step}` : ''}` : '';
+  const keys = Array.isArray(data.configKeys) && data.configKeys.length > 0 ? ` · config: ${printable(data.configKeys.join(', '))}` : '';
+  const failure = data.failure ? `${printable(String(data.failure.code))}: ${oneLine(String(data.failure.message ?? ''), 200)}` : 'unknown failure';
+  if (data.outcome === 'failed') {
+    const what =
+      data.action === 'config'
+        ? `the config${data.configPath ? ` ${printable(data.configPath)}` : ''} did not load — ${failure} (nothing changed)`
+        : data.action === 'reload'
+          ? `reload of ${name} failed — ${failure}${generation !== undefined ? ` (generation ${generation} still serving)` : ''}`
+          : `${data.action} of ${name} failed — ${failure}`;
+    return c.red(`✗ ${what}${keys}${where}`);
+  }
+  const verb = data.action === 'reload' ? 'reloaded' : data.action === 'load' ? 'loaded' : data.action === 'unload' ? 'unloaded' : printable(String(data.action));
+  const details = [generation !== undefined ? `generation ${generation}` : '', typeof data.reloadMs === 'number' ? formatMs(data.reloadMs) : ''].filter(Boolean).join(', ');
+  return c.green(`↻ ${verb} ${name}${details ? ` (${details})` : ''}${keys}${where}`);
+}
+
 /** Prints a journal as a readable transcript, event by event (assembled messages, not chunks). */
 export class TranscriptPrinter {
   private readonly io: Io;
@@ -367,6 +393,9 @@ export class TranscriptPrinter {
         break;
       case 'session/title':
         this.print(`${seq} ${c.dim(`title: ${oneLine(event.data.title, 200)}`)}`);
+        break;
+      case 'plugin/reload':
+        this.print(`${seq} ${reloadLine(event.data, this.io)}`);
         break;
       default:
         break;

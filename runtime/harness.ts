@@ -23,6 +23,7 @@ import { createJournal, openJournal } from './session/open.ts';
 import { fileStoreDir, isFileStoreSpec, openRegisteredStore, type JournalStore } from './session/store.ts';
 import type { RepairReport } from './session/types.ts';
 import type { ParentSessionLink } from './session/events.ts';
+import { journalReloads } from './reload-journal.ts';
 
 /** Where things are, for plugins that read files named in the config. */
 export interface HarnessPaths {
@@ -176,9 +177,10 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
   const sessionsService: SessionsService = Object.freeze({ create: (options?: CreateSessionOptions) => harness.createSession(options) });
   kernel.extend((scope, owner) => ({ tools: tools.contextFor(scope, owner), paths, sessions: sessionsService }));
   const host = new PluginHost(kernel, { baseDir, ...(configPath ? { configPath } : {}) });
+  const sessions = new Set<AgentSession>();
+  const stopJournalingReloads = journalReloads(kernel.bus, () => sessions);
   const rootFiber = new Fiber('harness', (d) => kernel.bus.report(d));
   const ctx = kernel.createContext(new Scope(rootFiber, { staged: false }), { name: 'harness', generation: 1 });
-  const sessions = new Set<AgentSession>();
   const makeSession = (journal: Awaited<ReturnType<typeof createJournal>>, cwd: string, options: SessionOptions): AgentSession => {
     const session = new AgentSession({
       journal,
@@ -251,6 +253,7 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
         );
       }
       store = undefined;
+      stopJournalingReloads();
       await host.dispose();
       await rootFiber.dispose();
     },

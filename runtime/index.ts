@@ -171,6 +171,7 @@ export type {
   SessionWrittenBatch,
   ParentSessionLink,
   ForwardedEvent,
+  PluginReloadRecord,
 } from './session/events.ts';
 export type { SessionState, PendingToolCall, SessionJournal, AppendOptions, RepairReport } from './session/types.ts';
 export { registerEventType, type EventReducer, type EventTypeOptions, type Surface } from './session/registry.ts';

@@ -8,6 +8,7 @@
  * fails, the old generation keeps serving and `plugin/reload-failed` is emitted.
  */
 import { performance } from 'node:perf_hooks';
+import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import type { EmitHook } from './bus.ts';
 import type { Kernel, PluginContext } from './context.ts';
@@ -83,6 +84,8 @@ export interface PluginReloadedEvent extends PluginInfo {
   readonly swapMs: number;
   /** Import + setup + swap, in ms. */
   readonly reloadMs: number;
+  /** Top-level keys of the plugin's config that differ from the previous generation's (a reload given a new config). */
+  readonly configKeys?: readonly string[];
 }
 
 /** `plugin/reload-failed` payload: the import or setup failed and the old generation keeps serving. */
@@ -93,6 +96,8 @@ export interface PluginReloadFailedEvent {
   readonly generation: number;
   readonly failure: Failure;
   readonly error: unknown;
+  /** Top-level keys of the config the failed reload was given that differ from the serving one's. */
+  readonly configKeys?: readonly string[];
 }
 
 declare module './bus.ts' {
@@ -187,6 +192,8 @@ export class PluginHost {
       this.serialize(name, async () => {
         const current = this.require(name);
         const started = performance.now();
+        const configKeys = 'config' in options ? changedKeys(current.rawConfig, options.config) : undefined;
+        const changed = configKeys !== undefined && configKeys.length > 0 ? { configKeys } : {};
         let next: Loaded;
         try {
           const definition = current.modulePath === undefined ? current.definition : await this.importDefinition(current.modulePath);
@@ -196,7 +203,7 @@ export class PluginHost {
           const rawConfig = 'config' in options ? options.config : current.rawConfig;
           next = await this.setUp(definition, current.modulePath, rawConfig, current.generation + 1, current.order);
         } catch (error) {
-          this.reloadFailed(current, error);
+          this.reloadFailed(current, error, changed);
           throw error;
         }
         // The swap: one synchronous section, so no dispatch sees no generation or a mix of two.
@@ -208,14 +215,14 @@ export class PluginHost {
           current.scope.reattach();
           await next.fiber.dispose();
           const failure = setupFailed(name, error);
-          this.reloadFailed(current, failure);
+          this.reloadFailed(current, failure, changed);
           throw failure;
         }
         this.loaded.set(name, next);
         const swapMs = performance.now() - swapStart;
         this.retire(current.fiber);
         const info = this.info(next);
-        this.kernel.bus.emit('plugin/reloaded', { ...info, swapMs, reloadMs: performance.now() - started });
+        this.kernel.bus.emit('plugin/reloaded', { ...info, swapMs, reloadMs: performance.now() - started, ...changed });
         return info;
       }),
     );
@@ -313,13 +320,14 @@ export class PluginHost {
     return Object.freeze({ name: entry.definition.name, generation: entry.generation, ...(entry.modulePath ? { module: entry.modulePath } : {}) });
   }
 
-  private reloadFailed(current: Loaded, error: unknown): void {
+  private reloadFailed(current: Loaded, error: unknown, changed: { configKeys?: readonly string[] }): void {
     this.kernel.bus.emit('plugin/reload-failed', {
       name: current.definition.name,
       ...(current.modulePath ? { module: current.modulePath } : {}),
       generation: current.generation,
       failure: toFailure(error),
       error,
+      ...changed,
     });
   }
 
@@ -365,6 +373,18 @@ export function parseConfig<C>(definition: PluginDefinition<C>, raw: unknown, co
     ...(configPath === undefined ? {} : { configPath }),
     details: { plugin: definition.name },
   });
+}
+
+/**
+ * The top-level keys whose values differ between two raw plugin configs (sorted); `['(config)']`
+ * when either is not a plain object and they differ.
+ */
+export function changedKeys(before: unknown, after: unknown): string[] {
+  if (isDeepStrictEqual(before, after)) return [];
+  const plain = (value: unknown): value is Record<string, unknown> | undefined => value === undefined || (typeof value === 'object' && value !== null && !Array.isArray(value));
+  if (!plain(before) || !plain(after)) return ['(config)'];
+  const keys = new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})]);
+  return [...keys].filter((key) => !isDeepStrictEqual(before?.[key], after?.[key])).sort();
 }
 
 function setupFailed(name: string, error: unknown): HarnessError {

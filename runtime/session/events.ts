@@ -5,6 +5,7 @@
  * record says `"ignorable": true`.
  */
 import type { EmitHook, SinkHook } from '../kernel/bus.ts';
+import type { Failure } from '../kernel/errors.ts';
 import type { AssistantMessage, CallId, FinishReason, LlmCallConfig, LlmFailure, Message, StreamChunk, TokenUsage, ToolResultMessage, ToolSpec, UserMessage } from '../llm/types.ts';
 import type { TraceContext } from './trace-context.ts';
 
@@ -117,6 +118,49 @@ export interface SessionEventMap extends Harness.SessionEventMap {
   'compaction/summary': { readonly summary: string; readonly provider: string; readonly model: string; readonly usage?: TokenUsage };
   'compaction/end': { readonly outcome: 'compacted' | 'failed'; readonly failure?: LlmFailure; readonly keptMessageCount?: number };
   'session/title': { readonly title: string };
+  /**
+   * A plugin of the running harness was reloaded, loaded or unloaded (`harness dev`: a saved plugin
+   * file or config; or the API), or the attempt failed — then the old generation keeps serving. See
+   * {@link PluginReloadRecord}. Ignorable: it never changes the state (a reader without it skips it).
+   */
+  'plugin/reload': PluginReloadRecord;
+}
+
+/**
+ * `plugin/reload` data: one change of the running plugin stack, journaled into every open
+ * top-level session where it happened — between turns, or inside one (`turn`, `step`), where the
+ * call already running keeps the generation it was prepared with (DESIGN "Hot reload": no gap).
+ */
+export interface PluginReloadRecord {
+  /**
+   * `reload`: a new generation of a loaded plugin (its file or its config changed); `load`: a plugin
+   * added to the config, or loaded once its broken file was fixed; `unload`: a plugin removed from
+   * the config; `config`: the config itself did not load (always `failed`; nothing changed).
+   */
+  readonly action: 'reload' | 'load' | 'unload' | 'config';
+  readonly outcome: 'ok' | 'failed';
+  /** The plugin (absent for `config`). */
+  readonly name?: string;
+  /**
+   * The generation serving afterwards: the new one; on a failed reload the one still serving; on
+   * `unload` the one unloaded. Absent when none serves (a failed load, `config`).
+   */
+  readonly generation?: number;
+  /** The plugin's module file (a plugin named by `module` in the config). */
+  readonly module?: string;
+  /** The config file (a change that came from editing it). */
+  readonly configPath?: string;
+  /** Top-level keys of the plugin's config that changed (a reload with a new config). */
+  readonly configKeys?: readonly string[];
+  /** Why it failed (`PLUGIN_IMPORT_FAILED`, `INVALID_CONFIG`, `PLUGIN_SETUP_FAILED`, …). */
+  readonly failure?: Failure;
+  /** The synchronous swap of a reload, in ms. */
+  readonly swapMs?: number;
+  /** Import + setup + swap of a reload, in ms. */
+  readonly reloadMs?: number;
+  /** The turn (and step) open when it happened; absent between turns. */
+  readonly turn?: number;
+  readonly step?: number;
 }
 
 /** Every event type name: the core ones and those merged into `Harness.SessionEventMap`. */

@@ -19,8 +19,8 @@
  * flight — a splice of an immer draft array drafts every element it moves (about 1.6 ms per
  * `tool/result` at 1,800 calls in one message; issue 22).
  *
- * The hot path: `assistant/chunk`, `tool/output` and `llm/retry` do not change the state, and an
- * ignorable record of an unknown type is skipped; for those `reduceEvent` returns the very same
+ * The hot path: `assistant/chunk`, `tool/output` and `llm/retry` do not change the state (nor do
+ * `request/snapshot` and `plugin/reload`), and an ignorable record of an unknown type is skipped; for those `reduceEvent` returns the very same
  * state object without entering immer (one chunk record per stream chunk). Consequently
  * `state.lastSeq` is the seq of the last event that changed the state.
  *
@@ -221,7 +221,7 @@ function reducerFor(event: AnySessionEvent): EventReducer | null {
   const type = event.type as string;
   const core = CORE_REDUCERS[type];
   if (core !== undefined) return core;
-  if (type === 'assistant/chunk' || type === 'tool/output' || type === 'llm/retry' || type === 'request/snapshot') return null;
+  if (type === 'assistant/chunk' || type === 'tool/output' || type === 'llm/retry' || type === 'request/snapshot' || type === 'plugin/reload') return null;
   const registration = eventTypeRegistration(type);
   if (registration !== undefined) return registration.reduce ?? null;
   if (event.ignorable === true) return null;

@@ -69,10 +69,11 @@ export const CORE_EVENT_TYPES: ReadonlySet<string> = new Set([
   'compaction/summary',
   'compaction/end',
   'session/title',
+  'plugin/reload',
 ]);
 
 /** Core types written `ignorable` by default (a reader may skip them). */
-const CORE_IGNORABLE: ReadonlySet<string> = new Set(['tool/output', 'request/snapshot']);
+const CORE_IGNORABLE: ReadonlySet<string> = new Set(['tool/output', 'request/snapshot', 'plugin/reload']);
 
 const registered = new Map<string, Registration>();
 

@@ -76,6 +76,7 @@ const SHAPES: Record<string, readonly Check[]> = {
   'compaction/summary': [str('summary'), str('provider'), str('model'), obj('usage', true)],
   'compaction/end': [str('outcome'), obj('failure', true)],
   'session/title': [str('title')],
+  'plugin/reload': [str('action'), str('outcome'), str('name', true), num('generation', true), num('turn', true), num('step', true), obj('failure', true)],
 };
 
 /**

@@ -107,6 +107,18 @@ describe('harness dev', { timeout: 240_000 }, () => {
     const verify = await harness(['replay', path, '--verify', '--config', config], { home });
     expect(verify.stderr).toMatch(/^warning PLUGIN_IMPORT_FAILED: .* — reading without the config's plugins\n$/);
     expect(verify.code).toBe(0);
+    // Both reloads are in the journal, between the turns, and the transcript shows them.
+    const reloads = events.filter((e) => e.type === 'plugin/reload');
+    expect(reloads.map((e) => [e.data.action, e.data.outcome, e.data.name, e.data.generation])).toEqual([
+      ['reload', 'ok', 'llm-scripted', 2],
+      ['reload', 'failed', 'llm-scripted', 2],
+    ]);
+    expect(reloads[1]!.data.failure.code).toBe('PLUGIN_IMPORT_FAILED');
+    const replay = await harness(['replay', path, '--config', config], { home });
+    expect(replay.code).toBe(0);
+    const lineOf = (seq: number) => replay.stdout.split('\n').find((l) => l.trimStart().startsWith(`${seq} `));
+    expect(lineOf(reloads[0]!.seq)).toMatch(/↻ reloaded llm-scripted \(generation 2, [\d.]+ m?s\)$/);
+    expect(lineOf(reloads[1]!.seq)).toMatch(/✗ reload of llm-scripted failed — PLUGIN_IMPORT_FAILED: .* \(generation 2 still serving\)$/);
   });
 
   it('a reload notice that comes while a reply streams is printed on a line of its own, and the reply goes on', async () => {

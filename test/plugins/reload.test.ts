@@ -159,6 +159,10 @@ describe('reloading llm-retry, token-meter and compaction mid-session', () => {
     await h.host.unload('token-meter');
     expect(h.ctx.tokenMeter).toBeUndefined();
     await h.host.load({ module: plugin('token-meter') });
-    expect(h.ctx.tokenMeter!.sessions()).toEqual([]);
+    // The load itself is journaled in the open session (`plugin/reload`), so the new meter knows
+    // the session at once — and has counted nothing of it.
+    expect(h.ctx.tokenMeter!.sessions()).toEqual([session.id]);
+    expect(h.ctx.tokenMeter!.session(session.id).totals).toStrictEqual({});
+    expect(h.ctx.tokenMeter!.session(session.id).costUsd).toBe(0);
   });
 });

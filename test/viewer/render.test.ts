@@ -3,11 +3,12 @@
  * messages, reasoning collapsed, the tool call with its approval, the diff of its edit), an
  * imported DeepSeek Harness session, the scrubber's state at a mid-turn seq equal to
  * `harness replay --at`, raw events, the page's token and headers, and an XSS corpus that renders
- * inert. Writes a screenshot to test/.tmp-viewer/ for a reviewer.
+ * inert; retries, compactions and plugin reloads as marked events. Writes a screenshot to test/.tmp-viewer/ for a reviewer.
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeImportedSession } from '../../runtime/index.ts';
+import { createHarness, writeImportedSession } from '../../runtime/index.ts';
+import { plugin } from '../agent/support.ts';
 import { VIEWER_CSP } from '../../plugins/serve/index.ts';
 import { dshRoot, harness as cli } from '../cli/support.ts';
 import { ensureViewerBuilt, launchBrowser, openViewer, priced, runTurn, screenshotPath, serveViewer, TOKEN, XSS, type Browser, type Served } from './support.ts';
@@ -218,6 +219,47 @@ describe('marked events', { timeout: 60_000 }, () => {
     expect(labels.some((label) => label.includes('compaction started'))).toBe(true);
     expect(labels.some((label) => label.includes('compaction summary'))).toBe(true);
     expect(labels.some((label) => label.includes('compaction compacted'))).toBe(true);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('shows plugin reloads — between turns, failed, and in the middle of a streamed reply — as marked events', async () => {
+    // A harness of its own on the same data directory: its reloads are journaled only in its session.
+    const h = await createHarness({
+      dataDir: s.harness.dataDir,
+      config: {
+        defaults: { provider: 'scripted', model: 'scripted-default' },
+        plugins: [{ module: plugin('llm-scripted'), config: { paceMs: 10, fragmentChars: 4 } }, { module: plugin('token-meter') }],
+      },
+    });
+    let id: string;
+    try {
+      const session = await h.createSession({ cwd: s.workspace });
+      id = session.id;
+      await session.runToEnd('Say something');
+      await h.host.reload('llm-scripted');
+      await expect(h.host.reload('token-meter', { config: { prices: 'not a price table' } })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+      let reloading: Promise<unknown> | undefined;
+      for await (const event of session.run('Say more')) {
+        if (reloading === undefined && event.type === 'assistant/chunk' && event.data.chunk.type === 'text-delta') reloading = h.host.reload('llm-scripted');
+      }
+      await reloading;
+      await session.close();
+    } finally {
+      await h.dispose();
+    }
+    const { page, errors } = await browser.page();
+    await openViewer(page, s.url, `?session=${id}`);
+    await page.locator('.item.marker[data-tone="reload"]').first().waitFor();
+    const labels = await page.locator('.item.marker[data-tone="reload"]').allInnerTexts();
+    expect(labels).toHaveLength(3);
+    expect(labels[0]).toMatch(/reloaded llm-scripted \(generation 2, [\d.]+ ms\)/);
+    expect(labels[1]).toContain('reload of token-meter failed (generation 1 still serving)');
+    expect(labels[1]).toContain('INVALID_CONFIG');
+    expect(labels[2]).toMatch(/reloaded llm-scripted \(generation 3, [\d.]+ ms\)/);
+    // The one that came mid-reply sits in the step it happened in; the others between the turns.
+    expect(await page.locator('.turn[data-turn="2"] .step[data-step="1"] .item.marker[data-tone="reload"]').count()).toBe(1);
+    expect(await page.locator('.turn[data-turn="1"] .item.marker[data-tone="reload"]').count()).toBe(2);
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -94,7 +94,7 @@ export interface Turn {
 /** What the timeline holds after the events added so far. */
 export interface TimelineState {
   readonly turns: Turn[];
-  /** Items before the first turn (imported notes, titles, headers). */
+  /** Items before the first turn (imported notes, titles, headers); later ones outside a turn join the turn before them. */
   readonly preamble: Item[];
   readonly usage: Usage;
   title?: string;
@@ -349,6 +349,25 @@ export class Timeline {
       case 'session/title':
         this.state.title = String(d.title ?? '');
         return;
+      case 'plugin/reload': {
+        // A change of the running plugin stack (harness dev): marked where it happened, mid-reply too.
+        const name = String(d.name ?? '?');
+        const generation = typeof d.generation === 'number' ? ` (generation ${d.generation}${typeof d.reloadMs === 'number' ? `, ${d.reloadMs} ms` : ''})` : '';
+        const keys = Array.isArray(d.configKeys) && d.configKeys.length > 0 ? ` · config: ${d.configKeys.map(String).join(', ')}` : '';
+        if (d.outcome === 'failed') {
+          const label =
+            d.action === 'config'
+              ? 'the config did not load (nothing changed)'
+              : d.action === 'reload'
+                ? `reload of ${name} failed${typeof d.generation === 'number' ? ` (generation ${d.generation} still serving)` : ''}`
+                : `${String(d.action)} of ${name} failed`;
+          this.marker(event, 'reload', `${label}${keys}`, failureText(d.failure));
+        } else {
+          const verb = d.action === 'load' ? 'loaded' : d.action === 'unload' ? 'unloaded' : 'reloaded';
+          this.marker(event, 'reload', `${verb} ${name}${generation}${keys}`);
+        }
+        return;
+      }
       case 'request/snapshot':
       case 'serve/turn-job':
         return;
@@ -401,6 +420,8 @@ export class Timeline {
   private push(item: Item): void {
     if (this.step) this.step.items.push(item);
     else if (this.turn) this.turn.entries.push(item);
+    // Between two turns (a reload, a /compact): after the turn before it, not at the top of the page.
+    else if (this.state.turns.length > 0) this.state.turns.at(-1)!.entries.push(item);
     else this.state.preamble.push(item);
   }
 
