@@ -8,7 +8,7 @@
  * `INVALID_SESSION_ID`, `EMPTY_PROMPT`, `UNKNOWN_POLICY`, `WORKSPACE_NOT_FOUND`, `SEQ_OUT_OF_RANGE`,
  * `INVALID_LAST_EVENT_ID`), 401 `UNAUTHORIZED`, 404 `SESSION_NOT_FOUND` / `APPROVAL_NOT_FOUND` /
  * `NOT_FOUND`, 409 `SESSION_BUSY` / `JOURNAL_LOCKED` / `JOURNAL_EXISTS` / `APPROVAL_ALREADY_DECIDED` /
- * `NO_RUNNING_TURN`, 413 `BODY_TOO_LARGE`, 415 `UNSUPPORTED_MEDIA_TYPE`, 500 `INTERNAL` (no detail
+ * `NO_RUNNING_TURN` / `IDEMPOTENCY_KEY_REUSED`, 413 `BODY_TOO_LARGE`, 415 `UNSUPPORTED_MEDIA_TYPE`, 500 `INTERNAL` (no detail
  * is echoed). Request bodies, headers and the token are never put in a message.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -56,6 +56,7 @@ const STATUS: Readonly<Record<string, number>> = {
   JOURNAL_EXISTS: 409,
   APPROVAL_ALREADY_DECIDED: 409,
   NO_RUNNING_TURN: 409,
+  IDEMPOTENCY_KEY_REUSED: 409,
   BODY_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   SERVER_CLOSED: 503,
@@ -201,7 +202,11 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
       // The caller's W3C trace context parents the turn's spans (the runtime checks it; a malformed one is ignored).
       const { traceparent, tracestate } = request.headers;
       const input = typeof traceparent === 'string' ? { ...request.body, trace: { traceparent, ...(typeof tracestate === 'string' ? { tracestate } : {}) } } : request.body;
-      return options.queue ? reply.code(202).send({ job: await options.queue.submit(request.params.id, input) }) : reply.code(202).send({ turn: await turns.submitTurn(request.params.id, input) });
+      const idempotencyKey = idempotencyKeyOf(request.headers['idempotency-key']);
+      const keyed = idempotencyKey === undefined ? {} : { idempotencyKey };
+      return options.queue
+        ? reply.code(202).send({ job: await options.queue.submit(request.params.id, input, keyed) })
+        : reply.code(202).send({ turn: await turns.submitTurn(request.params.id, input, keyed) });
     },
   );
 
@@ -312,6 +317,19 @@ async function streamEvents(
     else ended();
     streams.delete(controller);
   }
+}
+
+/**
+ * The `Idempotency-Key` of a turn's submit (IETF draft-ietf-httpapi-idempotency-key-header): 1 to
+ * 200 visible ASCII characters. The same key again starts nothing new: it answers the turn (or the
+ * queued job) the first submit started, with `replayed: true`.
+ * @throws HarnessError `INVALID_REQUEST` for a key that is not one.
+ */
+function idempotencyKeyOf(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const key = (Array.isArray(header) ? header[0]! : header).trim();
+  if (!/^[\x21-\x7e]{1,200}$/.test(key)) throw new HarnessError('INVALID_REQUEST', 'Idempotency-Key must be 1 to 200 visible ASCII characters (a UUID is a good key).');
+  return key;
 }
 
 function digest(text: string): Buffer {

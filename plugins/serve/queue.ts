@@ -12,6 +12,8 @@
  * session closes the turn it left (`interrupted`, by repair), and because the job's id is in the
  * journal before its turn, the job does not run its turn a second time.
  */
+import { createHash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import PgBoss from 'pg-boss';
 import { HarnessError } from '../../runtime/index.ts';
 import type { TurnInput, TurnService } from './turns.ts';
@@ -38,6 +40,8 @@ export interface TurnQueueOptions {
 interface TurnJob {
   readonly sessionId: string;
   readonly input: TurnInput;
+  /** The session's last seq when the job was queued. */
+  readonly afterSeq?: number;
 }
 
 /** A queued turn, as `submit` answers. */
@@ -46,6 +50,8 @@ export interface QueuedTurn {
   readonly jobId: string;
   /** The session's last seq when the job was queued: its turn's events come after it. */
   readonly afterSeq: number;
+  /** True when an earlier submit with the same idempotency key queued this job (nothing new was queued). */
+  readonly replayed?: boolean;
 }
 
 export class TurnQueue {
@@ -95,14 +101,43 @@ export class TurnQueue {
 
   /**
    * Queues a turn for any worker.
-   * @throws HarnessError `SESSION_NOT_FOUND`, `EMPTY_PROMPT`.
+   *
+   * With `idempotencyKey` (the HTTP `Idempotency-Key` header), submitting again with the same key
+   * and session queues nothing: it answers the job the first submit queued (`replayed`). A client
+   * whose request failed without an answer (its worker was killed, the connection dropped) can so
+   * submit again, to any worker, without risking a second turn. The job's id is derived from the
+   * session and the key; a key is remembered as long as the queue keeps the job (pg-boss's
+   * archive: 7 days by default).
+   * @throws HarnessError `SESSION_NOT_FOUND`, `EMPTY_PROMPT`, `IDEMPOTENCY_KEY_REUSED` (the key
+   *   queued a different turn).
    */
-  async submit(sessionId: string, input: TurnInput): Promise<QueuedTurn> {
+  async submit(sessionId: string, input: TurnInput, options: { idempotencyKey?: string } = {}): Promise<QueuedTurn> {
     if (typeof input.prompt !== 'string' || input.prompt.trim() === '') throw new HarnessError('EMPTY_PROMPT', 'The prompt is empty; say what the agent should do.');
+    const id = options.idempotencyKey === undefined ? undefined : jobIdOf(sessionId, options.idempotencyKey);
+    if (id !== undefined) {
+      const earlier = await this.earlier(id, sessionId, input);
+      if (earlier !== undefined) return earlier;
+    }
     const { lastSeq } = await this.turns.getSession(sessionId);
-    const jobId = await this.boss.send(TURN_QUEUE, { sessionId, input } satisfies TurnJob);
-    if (jobId === null) throw new HarnessError('QUEUE_UNAVAILABLE', 'The turn queue refused the job.');
-    return { sessionId, jobId, afterSeq: lastSeq };
+    const jobId = await this.boss.send(TURN_QUEUE, { sessionId, input, afterSeq: lastSeq } satisfies TurnJob, id === undefined ? {} : { id });
+    if (jobId !== null) return { sessionId, jobId, afterSeq: lastSeq };
+    // Queued meanwhile by a concurrent submit with the same key.
+    const earlier = id === undefined ? undefined : await this.earlier(id, sessionId, input);
+    if (earlier === undefined) throw new HarnessError('QUEUE_UNAVAILABLE', 'The turn queue refused the job.');
+    return earlier;
+  }
+
+  /** The job an earlier submit with the same key queued, if any. @throws HarnessError `IDEMPOTENCY_KEY_REUSED`. */
+  private async earlier(id: string, sessionId: string, input: TurnInput): Promise<QueuedTurn | undefined> {
+    const job = await this.boss.getJobById<TurnJob>(TURN_QUEUE, id, { includeArchive: true });
+    if (job === null) return undefined;
+    // The same turn: the same session and input (a retry's trace context may be a new one).
+    const { trace: _then, ...then } = job.data.input;
+    const { trace: _now, ...now } = input;
+    if (job.data.sessionId !== sessionId || !isDeepStrictEqual(then, now)) {
+      throw new HarnessError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used for another turn; send a new key for a new turn.', { details: { sessionId } });
+    }
+    return { sessionId, jobId: id, afterSeq: job.data.afterSeq ?? 0, replayed: true };
   }
 
   /** Starts taking jobs (`concurrency` at a time). Idempotent. */
@@ -132,6 +167,15 @@ export class TurnQueue {
     this.stopped = true;
     await this.boss.stop({ graceful: false, wait: true, close: true });
   }
+}
+
+/** A job id (a UUID, version 8: RFC 9562's custom layout) from a session and an idempotency key. */
+function jobIdOf(sessionId: string, key: string): string {
+  const bytes = createHash('sha256').update(`harness-turn\n${sessionId}\n${key}`, 'utf8').digest().subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x80;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 function redact(url: string): string {

@@ -116,6 +116,8 @@ export interface SubmittedTurn {
   readonly turn: number;
   /** Seq of its `turn/start`. */
   readonly startSeq: number;
+  /** True when an earlier submit with the same idempotency key started this turn (nothing new started). */
+  readonly replayed?: boolean;
 }
 
 /** One session, as `getSession` describes it. */
@@ -143,6 +145,8 @@ interface OpenStream {
 
 interface Running {
   readonly controller: AbortController;
+  /** The job (or idempotency key's marker) the turn runs for. */
+  readonly jobId?: string;
   session?: AgentSession;
   turn?: number;
   startSeq?: number;
@@ -280,8 +284,11 @@ export class TurnService {
    *   `SESSION_BUSY` (409: this server runs a turn in it), `JOURNAL_LOCKED` (409: another process
    *   writes it), `WORKSPACE_NOT_FOUND`.
    */
-  async submitTurn(sessionId: string, input: TurnInput): Promise<SubmittedTurn> {
-    return (await this.start(sessionId, input))!;
+  async submitTurn(sessionId: string, input: TurnInput, options: { idempotencyKey?: string } = {}): Promise<SubmittedTurn> {
+    // A key is journaled like a job's id (`serve/turn-job`): submitted again, the same key finds
+    // the turn it started, here or in the journal (after a restart), and starts nothing.
+    const started = await this.start(sessionId, input, options.idempotencyKey === undefined ? undefined : `key:${options.idempotencyKey}`);
+    return started.replayed ? { ...started.turn, replayed: true } : started.turn;
   }
 
   /**
@@ -294,23 +301,34 @@ export class TurnService {
    */
   async runJob(sessionId: string, jobId: string, input: TurnInput): Promise<{ readonly outcome: 'ran'; readonly end: SessionEvent<'turn/end'> | undefined } | { readonly outcome: 'already-started' }> {
     const started = await this.start(sessionId, input, jobId);
-    if (started === undefined) return { outcome: 'already-started' };
-    return { outcome: 'ran', end: await this.turnEnd(sessionId, started.turn) };
+    if (started.replayed) return { outcome: 'already-started' };
+    return { outcome: 'ran', end: await this.turnEnd(sessionId, started.turn.turn) };
   }
 
-  private async start(sessionId: string, input: TurnInput, jobId?: string): Promise<SubmittedTurn | undefined> {
+  /** Starts a turn, or (`replayed`) finds the one job `jobId` started already. */
+  private async start(sessionId: string, input: TurnInput, jobId?: string): Promise<{ turn: SubmittedTurn; replayed: boolean }> {
     this.assertOpen();
     if (typeof input.prompt !== 'string' || input.prompt.trim() === '') throw new HarnessError('EMPTY_PROMPT', 'The prompt is empty; say what the agent should do.');
-    if (this.running.has(sessionId)) throw busy(sessionId, this.running.get(sessionId)!.turn);
+    const runningFor = (): { turn: SubmittedTurn; replayed: boolean } | undefined => {
+      const running = this.running.get(sessionId);
+      if (running === undefined) return undefined;
+      // An idempotent submit finds its running turn; a job taken again while its turn runs here
+      // (expired meanwhile) waits instead: its worker is alive and completes it.
+      if (jobId?.startsWith('key:') && running.jobId === jobId && running.turn !== undefined) return { turn: { sessionId, turn: running.turn, startSeq: running.startSeq! }, replayed: true };
+      throw busy(sessionId, running.turn);
+    };
+    const before = runningFor();
+    if (before !== undefined) return before;
     const id = await this.idOf(sessionId);
-    if (this.running.has(sessionId)) throw busy(sessionId, this.running.get(sessionId)!.turn);
+    const after = runningFor();
+    if (after !== undefined) return after;
     const policy = this.policyService();
     const policyName = input.approve ?? this.options.approvalPolicy;
     const controller = new AbortController();
     // Made before the session opens, so a policy unknown to the approvals plugin fails first.
     const approve = this.approverFor(sessionId, policy, policyName, controller.signal);
     let settleDone!: (end: SessionEvent<'turn/end'> | undefined) => void;
-    const running: Running = { controller, done: new Promise((resolve) => (settleDone = resolve)) };
+    const running: Running = { controller, ...(jobId === undefined ? {} : { jobId }), done: new Promise((resolve) => (settleDone = resolve)) };
     this.running.set(sessionId, running); // reserved before the first await: one turn per session
     let iterator: AsyncIterator<AnySessionEvent>;
     let first: IteratorResult<AnySessionEvent>;
@@ -321,13 +339,13 @@ export class TurnService {
         if (jobId !== undefined) {
           await session.session.checkpoint();
           const job = await this.jobState(id, jobId);
-          if (job === 'started') {
+          if (job.state === 'started') {
             await session.close();
             this.running.delete(sessionId);
             settleDone(undefined);
-            return undefined;
+            return { turn: { sessionId, turn: job.turn, startSeq: job.startSeq }, replayed: true };
           }
-          if (job === 'none') await session.session.append('serve/turn-job', { jobId });
+          if (job.state === 'none') await session.session.append('serve/turn-job', { jobId });
         }
         if (session.state.turnCount === 0 && session.state.title === undefined) await session.session.append('session/title', { title: titleOf(input.prompt) });
         iterator = session
@@ -354,7 +372,7 @@ export class TurnService {
     running.turn = start.data.turn;
     running.startSeq = start.seq;
     void this.finishTurn(sessionId, running, iterator, settleDone);
-    return { sessionId, turn: start.data.turn, startSeq: start.seq };
+    return { turn: { sessionId, turn: start.data.turn, startSeq: start.seq }, replayed: false };
   }
 
   /**
@@ -644,13 +662,13 @@ export class TurnService {
   }
 
   /** Whether a job's marker is journaled, and a turn after it (a marker alone: its turn never started). */
-  private async jobState(id: string, jobId: string): Promise<'none' | 'marked' | 'started'> {
+  private async jobState(id: string, jobId: string): Promise<{ state: 'none' | 'marked' } | { state: 'started'; turn: number; startSeq: number }> {
     let marked = false;
     for await (const event of readJournal(this.source(id))) {
       if (event.type === 'serve/turn-job') marked = event.data.jobId === jobId;
-      else if (marked && event.type === 'turn/start') return 'started';
+      else if (marked && event.type === 'turn/start') return { state: 'started', turn: event.data.turn, startSeq: event.seq };
     }
-    return marked ? 'marked' : 'none';
+    return { state: marked ? 'marked' : 'none' };
   }
 
   /** Writes what a running turn has queued, so a read of the file sees every event appended so far. */

@@ -170,6 +170,31 @@ describe('sessions and turns', () => {
     expect(next.body.turn.turn).toBe(2);
     expect((await s.server.turns.turnEnd(id))?.data.reason).toBe('completed');
   });
+
+  it('a submit repeated with the same Idempotency-Key answers the turn the first one started, running or ended', async () => {
+    const id = await newSession();
+    const key = { 'idempotency-key': 'b5a1c0de-7d1e-4f00-9a4e-0123456789ab' };
+    const first = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'a long answer please' }, { headers: key });
+    expect(first.status).toBe(202);
+    expect(first.body.turn).toMatchObject({ sessionId: id, turn: 1 });
+    expect(first.body.turn.replayed).toBeUndefined();
+    const whileRunning = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'a long answer please' }, { headers: key });
+    expect(whileRunning.status).toBe(202);
+    expect(whileRunning.body.turn).toEqual({ ...first.body.turn, replayed: true });
+    await s.server.turns.turnEnd(id, 1);
+    const afterEnd = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'a long answer please' }, { headers: key });
+    expect(afterEnd.body.turn).toEqual({ ...first.body.turn, replayed: true });
+    // One turn ran; a new key is a new turn; a key that is not one is 400.
+    const events = await journalEvents(id);
+    expect(events.filter((e) => e.type === 'turn/start')).toHaveLength(1);
+    const second = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'hello again' }, { headers: { 'idempotency-key': 'another-key' } });
+    expect(second.body.turn).toMatchObject({ turn: 2 });
+    expect(second.body.turn.replayed).toBeUndefined();
+    await s.server.turns.turnEnd(id, 2);
+    const bad = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'x' }, { headers: { 'idempotency-key': 'no spaces allowed' } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('INVALID_REQUEST');
+  });
 });
 
 describe('approvals over HTTP', () => {
