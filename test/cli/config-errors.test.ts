@@ -1,8 +1,8 @@
 /**
  * A config with a misspelt key, as the CLI reports it: `INVALID_CONFIG` naming the key's path,
  * "did you mean" the key meant, and where the key is written (`harness.config.ts:4:3`, with the line
- * under it) — at the top level, in a plugin's entry, in a plugin's own config, and in an option of
- * `defaultPlugins()`. Commands that only read journals warn with the same location and go on.
+ * under it) — at the top level, in a plugin's entry, in a plugin's own config (a TypeScript or a
+ * JSON config), and in an option of `defaultPlugins()`. Commands that only read journals warn with the same location and go on.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -70,6 +70,23 @@ describe('config errors: the key path, "did you mean" and file:line:col', { time
       '  │       config: { paceMS: 0 },',
       '  │                 ^',
       `hint: the config is ${option.config} (from --config); --config <path> or $HARNESS_CONFIG picks another.`,
+    ]);
+  });
+
+  it('a JSON config (--config harness.config.json) is located the same way', async () => {
+    const dir = join(project.dir, 'json');
+    mkdirSync(dir, { recursive: true });
+    const config = join(dir, 'harness.config.json');
+    const entry = `    { "module": ${scripted}, "config": { "paceMS": 0 } }`;
+    writeFileSync(config, `{\n  "defaults": { "provider": "scripted", "model": "scripted-default" },\n  "plugins": [\n${entry}\n  ]\n}\n`);
+    const result = await harness(['run', 'Hello', '--config', config, '--cwd', demo], { home });
+    const column = entry.indexOf('"paceMS"') + 1;
+    expect(result.code).toBe(1);
+    expect(lines(result.stderr).slice(0, 4)).toEqual([
+      'error INVALID_CONFIG: Plugin "llm-scripted" has an invalid config:',
+      `  - paceMS: unknown key; did you mean \`paceMs\`? (${config}:4:${column})`,
+      `Fix these fields in this plugin's entry of ${config}.`,
+      `  at ${config}:4:${column}`,
     ]);
   });
 
