@@ -423,11 +423,16 @@ export async function errorLocation(error: HarnessError, configPath: string | un
   const file = error.code === 'INVALID_CONFIG' ? configPath : typeof error.failure.path === 'string' ? error.failure.path : undefined;
   if (file === undefined || !existsSync(file)) return undefined;
   const cause = error.cause;
-  if (cause instanceof SyntaxError || (cause instanceof Error && cause.name === 'SyntaxError')) {
+  // Node's SyntaxError, or tsx's TransformError (whose message has esbuild's 0-based column).
+  if (cause instanceof SyntaxError || (cause instanceof Error && (cause.name === 'SyntaxError' || cause.name === 'TransformError'))) {
     try {
       const tsxRequire = createRequire(createRequire(import.meta.url).resolve('tsx/package.json'));
       const esbuild = tsxRequire('esbuild') as { transform(code: string, options: Record<string, unknown>): Promise<unknown> };
-      await esbuild.transform(readFileSync(file, 'utf8'), { loader: /\.[cm]?jsx?$/.test(file) ? 'js' : 'ts', sourcefile: file, format: 'esm' });
+      await esbuild.transform(readFileSync(file, 'utf8'), {
+        loader: /\.[cm]?jsx?$/.test(file) ? 'js' : file.endsWith('.json') ? 'json' : 'ts',
+        sourcefile: file,
+        ...(file.endsWith('.json') ? {} : { format: 'esm' }),
+      });
     } catch (transformError) {
       const location = (transformError as { errors?: { text: string; location?: { line: number; column: number; lineText: string } }[] }).errors?.[0]?.location;
       if (location) return { at: `${file}:${location.line}:${location.column + 1}`, lineText: location.lineText, column: location.column };

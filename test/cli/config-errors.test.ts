@@ -73,7 +73,7 @@ describe('config errors: the key path, "did you mean" and file:line:col', { time
     ]);
   });
 
-  it('a JSON config (--config harness.config.json) is located the same way', async () => {
+  it('a JSON config (--config harness.config.json) is located the same way, and so is its syntax error', async () => {
     const dir = join(project.dir, 'json');
     mkdirSync(dir, { recursive: true });
     const config = join(dir, 'harness.config.json');
@@ -88,6 +88,13 @@ describe('config errors: the key path, "did you mean" and file:line:col', { time
       `Fix these fields in this plugin's entry of ${config}.`,
       `  at ${config}:4:${column}`,
     ]);
+    // A JSON syntax error: its 1-based column and the line (esbuild reports a 0-based one).
+    const broken = join(dir, 'broken.json');
+    writeFileSync(broken, '{\n  "plugins": [\n    { "module": "x" },,\n  ]\n}\n');
+    const syntax = await harness(['run', 'Hello', '--config', broken, '--cwd', demo], { home });
+    expect(syntax.code).toBe(1);
+    expect(lines(syntax.stderr)).toContain(`  at ${broken}:3:23`);
+    expect(lines(syntax.stderr)).toContain('  │                       ^');
   });
 
   it('a misspelt option of defaultPlugins(), and a reading command warns with the location and goes on', async () => {
