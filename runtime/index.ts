@@ -173,7 +173,7 @@ export type {
   ForwardedEvent,
   PluginReloadRecord,
 } from './session/events.ts';
-export type { SessionState, PendingToolCall, SessionJournal, AppendOptions, RepairReport } from './session/types.ts';
+export type { SessionState, PendingToolCall, SessionJournal, AppendOptions, RepairReport, ModelUsage } from './session/types.ts';
 export { registerEventType, type EventReducer, type EventTypeOptions, type Surface } from './session/registry.ts';
 export { foldEvents, stateAt } from './session/fold.ts';
 export { checkTraceContext, type TraceContext, type TraceContextCheck } from './session/trace-context.ts';

@@ -146,7 +146,7 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
     sessions: await Promise.all(
       (await turns.listSessions()).map(async ({ path: _path, ...summary }) => {
         const running = turns.runningTurnOf(summary.id);
-        const cost = summary.error === undefined ? await turns.costOf(summary.id).catch(() => undefined) : undefined;
+        const cost = summary.error === undefined ? turns.costOfSummary(summary) : undefined;
         return { ...summary, ...(running === undefined ? {} : { runningTurn: running }), ...(cost && cost.pricedCallCount > 0 ? { costUsd: cost.costUsd } : {}) };
       }),
     ),

@@ -441,6 +441,26 @@ export class TurnService {
     return { costUsd, turnCostUsd, pricedCallCount, callCount };
   }
 
+  /**
+   * What a listed session's calls cost, priced from its summary's `usageByModel` (the list read
+   * each journal once; nothing is read again). Undefined when the config loads no token meter.
+   */
+  costOfSummary(summary: Pick<SessionSummary, 'usageByModel'>): Omit<SessionCost, 'turnCostUsd'> | undefined {
+    const meter = this.harness.kernel.service<PriceService>('tokenMeter');
+    if (meter === undefined) return undefined;
+    let costUsd = 0;
+    let pricedCallCount = 0;
+    let callCount = 0;
+    for (const { provider, model, usage, callCount: calls } of summary.usageByModel ?? []) {
+      callCount += calls;
+      const usd = meter.cost(provider, model, usage);
+      if (usd === undefined) continue;
+      pricedCallCount += calls;
+      costUsd += usd;
+    }
+    return { costUsd, pricedCallCount, callCount };
+  }
+
   /** The turn this server is running in the session (its number and first seq), if any. */
   runningTurnOf(sessionId: string): { readonly turn: number; readonly startSeq: number } | undefined {
     const running = this.running.get(sessionId);

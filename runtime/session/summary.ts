@@ -25,6 +25,8 @@ export class Summarizer {
   /** `atMs` of the last event seen. */
   lastAtMs: number | undefined;
   private readonly usage: Record<string, number> = {};
+  /** Per `provider \u0000 model`: the calls' usage totals (`SessionSummary.usageByModel`). */
+  private readonly byModel = new Map<string, { provider: string; model: string; usage: Record<string, number>; callCount: number }>();
 
   constructor(private readonly where: string) {}
 
@@ -60,13 +62,27 @@ export class Summarizer {
     this.eventCount++;
     if (type === 'turn/start') this.turnCount++;
     else if (type === 'session/title') this.title = (event as SessionEvent<'session/title'>).data.title;
-    else if (type === 'assistant/message') this.add((event as SessionEvent<'assistant/message'>).data.usage);
-    else if (type === 'compaction/summary') this.add((event as SessionEvent<'compaction/summary'>).data.usage);
+    else if (type === 'assistant/message') {
+      const data = (event as SessionEvent<'assistant/message'>).data;
+      this.add(data.usage, data.message?.source?.provider, data.message?.source?.model);
+    } else if (type === 'compaction/summary') {
+      const data = (event as SessionEvent<'compaction/summary'>).data;
+      this.add(data.usage, data.provider, data.model);
+    }
   }
 
-  private add(value: TokenUsage | undefined): void {
+  private add(value: TokenUsage | undefined, provider: unknown, model: unknown): void {
     if (value === undefined || value === null) return;
     for (const [key, count] of Object.entries(value)) if (typeof count === 'number') this.usage[key] = (this.usage[key] ?? 0) + count;
+    if (typeof provider !== 'string' || typeof model !== 'string') return;
+    const key = `${provider}\u0000${model}`;
+    let entry = this.byModel.get(key);
+    if (entry === undefined) {
+      entry = { provider, model, usage: {}, callCount: 0 };
+      this.byModel.set(key, entry);
+    }
+    entry.callCount++;
+    for (const [name, count] of Object.entries(value)) if (typeof count === 'number') entry.usage[name] = (entry.usage[name] ?? 0) + count;
   }
 
   /** The summary (`fallbackUpdateAtMs` when no event carried a time). Needs the header. */
@@ -88,6 +104,7 @@ export class Summarizer {
       ...(h.cwd !== undefined ? { cwd: h.cwd } : {}),
       turnCount: this.turnCount,
       usage: this.usage,
+      ...(this.byModel.size > 0 ? { usageByModel: [...this.byModel.values()] } : {}),
       eventCount: this.eventCount,
       lastUpdateAtMs: this.lastAtMs ?? fallbackUpdateAtMs,
       ...(h.parent ? { parent: h.parent } : {}),

@@ -89,6 +89,15 @@ export interface RepairReport {
   readonly skippedLines?: readonly { readonly lineNumber: number; readonly start: number; readonly end: number; readonly reason: string }[];
 }
 
+/** The token totals of a session's model calls of one provider and model: what a price table prices. */
+export interface ModelUsage {
+  readonly provider: string;
+  readonly model: string;
+  readonly usage: TokenUsage;
+  /** Calls (`assistant/message` and `compaction/summary` events) with usage. */
+  readonly callCount: number;
+}
+
 /** What `listSessions` tells about one session (read cheaply: chunk lines are not parsed). */
 export interface SessionSummary {
   readonly id: string;
@@ -101,6 +110,11 @@ export interface SessionSummary {
   readonly turnCount: number;
   /** Token totals of every `assistant/message` and `compaction/summary`. */
   readonly usage: TokenUsage;
+  /**
+   * `usage` by provider and model, over the calls that name theirs, in order of first use (absent
+   * when there are none): a list prices each session from it without reading its journal again.
+   */
+  readonly usageByModel?: readonly ModelUsage[];
   readonly eventCount: number;
   /** `atMs` of the last event, else the file's modification time. */
   readonly lastUpdateAtMs: number;
