@@ -53,6 +53,8 @@ export class LiveRenderer {
   private readonly markdown: RenderMarkdown | undefined;
   /** The current text block's markdown, rendered a block at a time. */
   private markdownStream: MarkdownStream | undefined;
+  /** Notices waiting for the end of the streamed line ({@link notice}). */
+  private readonly notices: string[] = [];
   /** Assistant messages produced in this run. */
   messageCount = 0;
   lastTurnEnd: SessionEvent<'turn/end'> | undefined;
@@ -78,6 +80,16 @@ export class LiveRenderer {
     this.pause();
     this.breakLine();
     this.write(`${text}\n`);
+  }
+
+  /**
+   * Prints a line that comes from outside the turn (a plugin reloaded) without splitting the
+   * streamed output: at once when no line is open, else at the end of the line being streamed —
+   * the next line end the reply writes, or when its block, the call or the turn ends.
+   */
+  notice(text: string): void {
+    if (!this.midLine) return this.line(text);
+    this.notices.push(text);
   }
 
   event(event: ForwardedEvent): void {
@@ -265,6 +277,16 @@ export class LiveRenderer {
 
   private write(text: string): void {
     if (text === '') return;
+    if (this.notices.length > 0) {
+      const end = text.indexOf('\n');
+      if (end >= 0) {
+        // The line being streamed ends here: the waiting notices go after it, each on its own line.
+        this.io.out.write(`${text.slice(0, end + 1)}${this.notices.splice(0).join('\n')}\n`);
+        this.midLine = false;
+        text = text.slice(end + 1);
+        if (text === '') return;
+      }
+    }
     this.io.out.write(text);
     this.midLine = !text.endsWith('\n');
   }

@@ -231,7 +231,7 @@ class Repl {
   /** Prints a line without tearing the prompt or a streaming reply apart. */
   notify(line: string): void {
     if (this.running) {
-      this.running.renderer.line(line);
+      this.running.renderer.notice(line);
       return;
     }
     if (this.terminal && !this.eof) {

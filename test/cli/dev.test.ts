@@ -1,7 +1,8 @@
 /**
  * `harness dev`: editing the scripted adapter's file during a live session hot-reloads it — the next
  * reply comes from the new code, the session and its journal go on unbroken — and a syntax error in
- * an edit keeps the old generation serving, with a one-line report.
+ * an edit keeps the old generation serving, with a one-line report. A reload notice never splits a
+ * streamed line (tmux).
  *
  * The adapter edited is a COPY of plugins/llm-scripted in a temporary project with its own config;
  * the repository's files are never touched.
@@ -11,12 +12,14 @@ import { cpSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bin, cleanEnv, harness, journals, projectRoot, readEvents, tempDir } from './support.ts';
-import { count } from './terminal.ts';
+import { count, hasTmux, Terminal } from './terminal.ts';
 
 const project = tempDir('dev');
 let child: ChildProcessWithoutNullStreams | undefined;
+let terminal: Terminal | undefined;
 afterAll(() => {
   child?.kill('SIGKILL');
+  terminal?.close();
   project.cleanup();
 });
 
@@ -159,5 +162,34 @@ describe('harness dev', { timeout: 240_000 }, () => {
       .data.message.content.find((b: { type: string }) => b.type === 'text').text as string;
     const flat = (text: string) => text.replace(/\n/g, '');
     expect(flat(out.replace(notice, ''))).toContain(flat(final));
+  });
+
+  it.skipIf(!hasTmux && !process.env.CI)('in a terminal, a reload notice during a streamed reply waits for the end of the line: no word is split', async () => {
+    expect(hasTmux, 'tmux is needed for this test (apt-get install tmux)').toBe(true);
+    const dir = join(project.dir, 'tmux');
+    const { config, home, adapter } = writeProject(dir, { paceMs: 40, fragmentChars: 3 });
+    terminal = new Terminal(
+      `cd '${dir}' && '${process.execPath}' '${bin}' dev --config '${config}' --cwd '${join(projectRoot, 'cookbook/demo-workspace')}'; echo "EXITED:$?"; sleep 120`,
+      cleanEnv({ HARNESS_HOME: home, TERM: 'xterm-256color' }),
+    );
+    const t = terminal;
+    await t.waitFor((s) => s.includes('watching 3 plugin folders') && s.includes('› '), 'the watcher and the prompt');
+    t.type('What is in this workspace?');
+    await t.waitFor((s) => s.includes('Here is what I found. The'), 'the final reply to start streaming');
+    writeFileSync(adapter, `${readFileSync(adapter, 'utf8')}\n`); // a saved change: the reload lands mid-line
+    const screen = await t.waitFor((s) => /tokens {2}/.test(s), 'the reply to finish');
+    const lines = screen.split('\n');
+    const at = lines.findIndex((line) => line.includes('↻ reloaded llm-scripted'));
+    expect(at).toBeGreaterThan(0);
+    expect(lines[at]).toMatch(/^↻ reloaded llm-scripted \(generation 2, [\d.]+ m?s\) — the session goes on with the new code$/);
+    const final = readEvents(join(home, 'sessions', journals(home)[0]!))
+      .filter((e) => e.type === 'assistant/message')
+      .at(-1)!
+      .data.message.content.find((b: { type: string }) => b.type === 'text').text as string;
+    // The line above the notice is a whole line of the reply, and without the notice the reply is on screen verbatim.
+    expect(final.split('\n')).toContain(lines[at - 1]);
+    expect([...lines.slice(0, at), ...lines.slice(at + 1)].join('\n')).toContain(final);
+    t.keys('C-d');
+    await t.waitFor((s) => s.includes('EXITED:0'), 'dev to quit');
   });
 });
