@@ -86,7 +86,7 @@ function jsonCharsEstimator(): (messages: readonly Message[]) => number {
       if (trusted < 0 && !(Object.isFrozen(message) && Object.isFrozen(message.content))) trusted = i;
       chars.push((i === 0 ? 0 : chars[i - 1]!) + JSON.stringify(message.content).length);
     }
-    memo.messages = messages;
+    memo.messages = Object.isFrozen(messages) ? messages : messages.slice();
     memo.trusted = trusted < 0 ? messages.length : trusted;
     return Math.ceil(chars[messages.length - 1]! / 4);
   };

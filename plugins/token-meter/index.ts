@@ -170,7 +170,7 @@ function prefixEstimator(): (messages: readonly Message[]) => number {
       if (trusted < 0 && !(Object.isFrozen(message) && Object.isFrozen(message.content))) trusted = i;
       sums.push((i === 0 ? 0 : sums[i - 1]!) + estimateMessageTokens(message));
     }
-    memo.messages = messages;
+    memo.messages = Object.isFrozen(messages) ? messages : messages.slice();
     memo.trusted = trusted < 0 ? messages.length : trusted;
     return sums[messages.length - 1]!;
   };

@@ -297,7 +297,8 @@ export class LlmService {
         routes = new Map();
         memos.set(first, routes);
       }
-      routes.set(route, { messages, checked: checked < 0 ? messages.length : checked, replaced });
+      // A list that is not frozen may change in place: the memo keeps its own copy of it.
+      routes.set(route, { messages: Object.isFrozen(messages) ? messages : messages.slice(), checked: checked < 0 ? messages.length : checked, replaced });
     }
     if (replaced.length === 0) return options;
     const out = messages.slice();

@@ -150,7 +150,8 @@ export class RequestRecorder {
     const continues = last !== undefined && keep === last.messages.length && last.configJson === configJson && last.system === system && last.toolsJson === toolsJson;
     const hash = continues ? last.hash.copy() : headerHash(configJson, system, toolsJson);
     for (let i = continues ? keep : 0; i < messages.length; i++) hash.update(`\n${jsonOfMessage(messages[i]!)}`);
-    this.last = { configJson, system, toolsJson, messages, hash };
+    // A list that is not frozen may change in place: the next comparison needs this one's items.
+    this.last = { configJson, system, toolsJson, messages: Object.isFrozen(messages) ? messages : messages.slice(), hash };
     return {
       turn,
       step,

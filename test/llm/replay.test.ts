@@ -255,6 +255,17 @@ describe('replay degrade', () => {
       expect(adapter.calls[2]!.messages).toEqual(adapter.calls[0]!.messages);
     });
 
+    it('a list changed in place between requests (a middleware reusing its array) is judged by what it holds now', async () => {
+      const adapter = new ReplayAdapter();
+      await serve(adapter);
+      const messages = conversation();
+      await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages }));
+      const index = messages.findIndex((m) => m.id === 'malformed');
+      messages[index] = reply('malformed', 'fake', env({ kind: 'fake', version: 2 }, [1, 2]));
+      await collect(harness!.llm.stream({ provider: 'fake', model: 'm', messages }));
+      expect(adapter.calls[1]!.messages[index]).toBe(messages[index]);
+    });
+
     it('a message that is not frozen is read again at every request', async () => {
       const adapter = new ReplayAdapter();
       await serve(adapter);
