@@ -8,6 +8,9 @@
  * Reported: the listener count after 10,000 turns against after 100 (target: equal — flat), and
  * heap used after 10,000 turns with the signal ÷ the same 10,000 turns without one (a second child
  * process, the baseline): what the signal path keeps per turn beyond the session's own growth.
+ * Also (informational) the process CPU per turn of the last 100 turns ÷ turns 201-300: the scripted
+ * model reads its whole request, so some growth with the history is the model's, not the runtime's
+ * (test/agent/turn-scaling.test.ts holds the runtime's own to ≤ 1.5x).
  */
 import { getEventListeners } from 'node:events';
 import { createTestHarness } from '../testing/index.ts';
@@ -20,16 +23,29 @@ const TARGET = 1.1;
 
 interface Report {
   readonly points: { turns: number; listeners: number; heapUsedMiB: number }[];
+  /** Process CPU µs per turn: turns 201-300 and the last 100. */
+  readonly cpuPerTurnUs: { readonly early: number; readonly late: number };
+  readonly wallS: number;
 }
+
+/** The CPU windows: turns (from, to]. */
+const EARLY_WINDOW = [200, 300] as const;
+const WINDOW = 100;
 
 async function measure(withSignal: boolean): Promise<Report> {
   const harness = await createTestHarness({ script: [{ text: 'ok' }] });
   const parent = new AbortController();
   const points: Report['points'] = [];
+  const cpu = { early: 0, late: 0 };
+  const started = performance.now();
   try {
     const session = await harness.createSession();
     for (let turn = 1; turn <= TURNS; turn++) {
+      const before = process.cpuUsage();
       for await (const _ of session.run('go', withSignal ? { signal: parent.signal } : {}));
+      const used = process.cpuUsage(before);
+      if (turn > EARLY_WINDOW[0] && turn <= EARLY_WINDOW[1]) cpu.early += used.user + used.system;
+      if (turn > TURNS - WINDOW) cpu.late += used.user + used.system;
       if (turn === EARLY || turn === TURNS || turn % 2500 === 0) {
         collectGarbage();
         points.push({ turns: turn, listeners: getEventListeners(parent.signal, 'abort').length, heapUsedMiB: round(process.memoryUsage().heapUsed / 2 ** 20) });
@@ -39,7 +55,7 @@ async function measure(withSignal: boolean): Promise<Report> {
   } finally {
     await harness.dispose();
   }
-  return { points };
+  return { points, cpuPerTurnUs: { early: cpu.early / (EARLY_WINDOW[1] - EARLY_WINDOW[0]), late: cpu.late / WINDOW }, wallS: (performance.now() - started) / 1000 };
 }
 
 export async function run(): Promise<BenchResult> {
@@ -50,6 +66,8 @@ export async function run(): Promise<BenchResult> {
   const last = withSignal.points.at(-1)!;
   const base = without.points.at(-1)!;
   const heapRatio = last.heapUsedMiB / base.heapUsedMiB;
+  const cpuRatio = (run: Report) => run.cpuPerTurnUs.late / run.cpuPerTurnUs.early;
+  const cpuFigure = (run: Report) => `${cpuRatio(run).toFixed(2)}x (${round(run.cpuPerTurnUs.early)} → ${round(run.cpuPerTurnUs.late)} µs)`;
   return {
     name: 'abort',
     summary: `${TURNS} turns of one session, each given the same long-lived caller signal; listeners on it and heap after a full GC, against the same turns without a signal (a second child process)`,
@@ -62,8 +80,19 @@ export async function run(): Promise<BenchResult> {
     targets: [
       check(`abort listeners on the caller's signal after ${TURNS} turns / after ${EARLY}`, `${last.listeners} / ${early.listeners}`, 'equal (flat)', last.listeners === early.listeners),
       check(`heap after ${TURNS} turns with the signal / without`, `${heapRatio.toFixed(2)}x (${last.heapUsedMiB} / ${base.heapUsedMiB} MiB)`, `≤ ${TARGET}x`, heapRatio <= TARGET),
+      check(
+        `CPU per turn, the last ${WINDOW} of ${TURNS} turns / turns ${EARLY_WINDOW[0] + 1}-${EARLY_WINDOW[1]} (with the signal)`,
+        cpuFigure(withSignal),
+        '— (informational: the scripted model reads its whole request)',
+        null,
+      ),
+      check(`CPU per turn, the last ${WINDOW} of ${TURNS} turns / turns ${EARLY_WINDOW[0] + 1}-${EARLY_WINDOW[1]} (without)`, cpuFigure(without), '— (informational)', null),
     ],
-    notes: ['the session itself grows with its history (every turn adds two messages) in both runs alike; the ratio isolates the signal path'],
+    notes: [
+      'the session itself grows with its history (every turn adds two messages) in both runs alike; the ratio isolates the signal path',
+      `wall time of the ${TURNS} turns: ${round(withSignal.wallS)} s with the signal, ${round(without.wallS)} s without (each turn ends with a checkpoint: an fsync)`,
+      "CPU per turn: process CPU of each turn; the scripted model counts the request's user prompts and estimates its tokens from every message, as a provider serialises the whole request, so it grows with the history; the runtime's own CPU per turn is held flat by test/agent/turn-scaling.test.ts",
+    ],
   };
 }
 
