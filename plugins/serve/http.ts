@@ -322,7 +322,8 @@ async function streamEvents(
 /**
  * The `Idempotency-Key` of a turn's submit (IETF draft-ietf-httpapi-idempotency-key-header): 1 to
  * 200 visible ASCII characters. The same key again starts nothing new: it answers the turn (or the
- * queued job) the first submit started, with `replayed: true`.
+ * queued job) the first submit started, with `replayed: true`; with a different request it is 409
+ * `IDEMPOTENCY_KEY_REUSED`.
  * @throws HarnessError `INVALID_REQUEST` for a key that is not one.
  */
 function idempotencyKeyOf(header: string | string[] | undefined): string | undefined {

@@ -13,6 +13,7 @@
  * own tail, so a client of one server sees the turns another server (a worker) runs. A store that
  * cannot serve — no writer lease or no live tail — is refused (`STORE_UNSUPPORTED`).
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import {
   FileJournalStore,
@@ -55,8 +56,14 @@ declare global {
         /** When the call is denied unanswered (absolute ms). */
         readonly deadlineAtMs: number;
       };
-      /** A queued turn's job starts here (its turn follows): a job is never run twice. Ignorable. */
-      'serve/turn-job': { readonly jobId: string };
+      /**
+       * A queued turn's job (or an idempotency key's submit) starts here (its turn follows): a job
+       * is never run twice. `requestDigest`: the SHA-256 (hex) of the turn's request (prompt,
+       * provider, model, reasoning effort, policy; not the trace context), so the key sent again
+       * with another request is told apart (`IDEMPOTENCY_KEY_REUSED`) without journaling the
+       * prompt a second time. Ignorable.
+       */
+      'serve/turn-job': { readonly jobId: string; readonly requestDigest?: string };
     }
   }
 }
@@ -147,6 +154,8 @@ interface Running {
   readonly controller: AbortController;
   /** The job (or idempotency key's marker) the turn runs for. */
   readonly jobId?: string;
+  /** The digest of the request an idempotency key's turn runs ({@link requestDigestOf}). */
+  readonly requestDigest?: string;
   session?: AgentSession;
   turn?: number;
   startSeq?: number;
@@ -309,12 +318,18 @@ export class TurnService {
   private async start(sessionId: string, input: TurnInput, jobId?: string): Promise<{ turn: SubmittedTurn; replayed: boolean }> {
     this.assertOpen();
     if (typeof input.prompt !== 'string' || input.prompt.trim() === '') throw new HarnessError('EMPTY_PROMPT', 'The prompt is empty; say what the agent should do.');
+    // An idempotency key's submit journals its request's digest with the key: the key sent again
+    // with another request is a conflict, as on the queue (which compares the queued input).
+    const requestDigest = jobId?.startsWith('key:') ? requestDigestOf(input) : undefined;
     const runningFor = (): { turn: SubmittedTurn; replayed: boolean } | undefined => {
       const running = this.running.get(sessionId);
       if (running === undefined) return undefined;
       // An idempotent submit finds its running turn; a job taken again while its turn runs here
       // (expired meanwhile) waits instead: its worker is alive and completes it.
-      if (jobId?.startsWith('key:') && running.jobId === jobId && running.turn !== undefined) return { turn: { sessionId, turn: running.turn, startSeq: running.startSeq! }, replayed: true };
+      if (requestDigest !== undefined && running.jobId === jobId) {
+        if (running.requestDigest !== requestDigest) throw keyReused(sessionId);
+        if (running.turn !== undefined) return { turn: { sessionId, turn: running.turn, startSeq: running.startSeq! }, replayed: true };
+      }
       throw busy(sessionId, running.turn);
     };
     const before = runningFor();
@@ -328,7 +343,12 @@ export class TurnService {
     // Made before the session opens, so a policy unknown to the approvals plugin fails first.
     const approve = this.approverFor(sessionId, policy, policyName, controller.signal);
     let settleDone!: (end: SessionEvent<'turn/end'> | undefined) => void;
-    const running: Running = { controller, ...(jobId === undefined ? {} : { jobId }), done: new Promise((resolve) => (settleDone = resolve)) };
+    const running: Running = {
+      controller,
+      ...(jobId === undefined ? {} : { jobId }),
+      ...(requestDigest === undefined ? {} : { requestDigest }),
+      done: new Promise((resolve) => (settleDone = resolve)),
+    };
     this.running.set(sessionId, running); // reserved before the first await: one turn per session
     let iterator: AsyncIterator<AnySessionEvent>;
     let first: IteratorResult<AnySessionEvent>;
@@ -339,13 +359,15 @@ export class TurnService {
         if (jobId !== undefined) {
           await session.session.checkpoint();
           const job = await this.jobState(id, jobId);
+          // A marker written before digests were journaled matches any request.
+          if (requestDigest !== undefined && job.state !== 'none' && job.requestDigest !== undefined && job.requestDigest !== requestDigest) throw keyReused(sessionId);
           if (job.state === 'started') {
             await session.close();
             this.running.delete(sessionId);
             settleDone(undefined);
             return { turn: { sessionId, turn: job.turn, startSeq: job.startSeq }, replayed: true };
           }
-          if (job.state === 'none') await session.session.append('serve/turn-job', { jobId });
+          if (job.state === 'none') await session.session.append('serve/turn-job', { jobId, ...(requestDigest === undefined ? {} : { requestDigest }) });
         }
         if (session.state.turnCount === 0 && session.state.title === undefined) await session.session.append('session/title', { title: titleOf(input.prompt) });
         iterator = session
@@ -682,13 +704,19 @@ export class TurnService {
   }
 
   /** Whether a job's marker is journaled, and a turn after it (a marker alone: its turn never started). */
-  private async jobState(id: string, jobId: string): Promise<{ state: 'none' | 'marked' } | { state: 'started'; turn: number; startSeq: number }> {
+  private async jobState(
+    id: string,
+    jobId: string,
+  ): Promise<{ state: 'none' } | { state: 'marked'; requestDigest?: string } | { state: 'started'; turn: number; startSeq: number; requestDigest?: string }> {
     let marked = false;
+    let requestDigest: string | undefined;
     for await (const event of readJournal(this.source(id))) {
-      if (event.type === 'serve/turn-job') marked = event.data.jobId === jobId;
-      else if (marked && event.type === 'turn/start') return { state: 'started', turn: event.data.turn, startSeq: event.seq };
+      if (event.type === 'serve/turn-job') {
+        marked = event.data.jobId === jobId;
+        if (marked) requestDigest = event.data.requestDigest;
+      } else if (marked && event.type === 'turn/start') return { state: 'started', turn: event.data.turn, startSeq: event.seq, ...(requestDigest === undefined ? {} : { requestDigest }) };
     }
-    return { state: marked ? 'marked' : 'none' };
+    return marked ? { state: 'marked', ...(requestDigest === undefined ? {} : { requestDigest }) } : { state: 'none' };
   }
 
   /** Writes what a running turn has queued, so a read of the file sees every event appended so far. */
@@ -761,6 +789,22 @@ function tailSource(store: JournalStore, id: string, afterSeq: number, signal: A
     yield* store.tail(id, { afterSeq, signal });
   }
   return { name: store.locationOf(id), batches: batches(), atomic: store.atomicWrites, fromSeq: afterSeq + 1 };
+}
+
+/**
+ * The SHA-256 (hex) of what makes a turn's request the same request: prompt, provider, model,
+ * reasoning effort and policy, in a fixed order (a retry's trace context may be a new one, as the
+ * queue's comparison has it).
+ */
+function requestDigestOf(input: TurnInput): string {
+  const fields = [input.prompt, input.provider ?? null, input.model ?? null, input.reasoningEffort ?? null, input.approve ?? null];
+  return createHash('sha256')
+    .update(`harness-turn-request\n${JSON.stringify(fields)}`, 'utf8')
+    .digest('hex');
+}
+
+function keyReused(sessionId: string): HarnessError {
+  return new HarnessError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used for another turn; send a new key for a new turn.', { details: { sessionId } });
 }
 
 function busy(sessionId: string, turn: number | undefined): HarnessError {

@@ -195,6 +195,33 @@ describe('sessions and turns', () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('INVALID_REQUEST');
   });
+
+  it('an Idempotency-Key sent again with a different request is 409 IDEMPOTENCY_KEY_REUSED, while its turn runs and after it ended (as on a queue)', async () => {
+    const id = await newSession();
+    const key = { 'idempotency-key': 'reused-key-0001' };
+    const first = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'a long answer please' }, { headers: key });
+    expect(first.status).toBe(202);
+    const whileRunning = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'something else' }, { headers: key });
+    expect(whileRunning.status).toBe(409);
+    expect(whileRunning.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    await s.server.turns.turnEnd(id, 1);
+    // Ended: the key is found in the journal (as after a restart), with its request's digest.
+    for (const other of [{ prompt: 'something else' }, { prompt: 'a long answer please', model: 'other' }]) {
+      const afterEnd = await s.api('POST', `/v1/sessions/${id}/turns`, other, { headers: key });
+      expect(afterEnd.status).toBe(409);
+      expect(afterEnd.body.error.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    }
+    const same = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'a long answer please' }, { headers: key });
+    expect(same.status).toBe(202);
+    expect(same.body.turn).toEqual({ ...first.body.turn, replayed: true });
+    const events = await journalEvents(id);
+    expect(events.filter((e) => e.type === 'turn/start')).toHaveLength(1);
+    // The marker keeps a digest of the request, never the prompt a second time.
+    const markers = events.filter((e) => e.type === 'serve/turn-job');
+    expect(markers).toHaveLength(1);
+    expect(markers[0]!.data).toEqual({ jobId: 'key:reused-key-0001', requestDigest: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(JSON.stringify(markers[0])).not.toContain('long answer');
+  });
 });
 
 describe('approvals over HTTP', () => {
