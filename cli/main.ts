@@ -110,12 +110,13 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     exit(await chatCommand(options, globals(), io, { watch: false }));
   });
 
-  turnOptions(program.command('dev').description('chat, plus hot reload: a saved change in a plugin folder of the config reloads that plugin in the live session'), { picker: true }).action(
-    async (options) => {
-      const { chatCommand } = await import('./commands/chat.ts');
-      exit(await chatCommand(options, globals(), io, { watch: true }));
-    },
-  );
+  turnOptions(
+    program.command('dev').description('chat, plus hot reload: a saved plugin file or config reloads what changed in the live session (journaled); a plugin that does not load is waited for'),
+    { picker: true },
+  ).action(async (options) => {
+    const { chatCommand } = await import('./commands/chat.ts');
+    exit(await chatCommand(options, globals(), io, { watch: true }));
+  });
 
   program
     .command('replay')

@@ -14,6 +14,7 @@ import {
   storeSource,
   type AgentSession,
   type ApproveFn,
+  type CreateHarnessOptions,
   type Harness,
   type JournalStore,
   readJournalHeader,
@@ -45,11 +46,14 @@ function overrides(globals: GlobalOptions): { dataDir?: string; store?: string }
 /** The data directory of the harness this process opened last (for error hints). */
 export let openedDataDir: string | undefined;
 
-/** Builds the harness a command works with; diagnostics go to stderr (info only with --debug). */
-export async function openHarness(globals: GlobalOptions, io: Io): Promise<Harness> {
+/**
+ * Builds the harness a command works with; diagnostics go to stderr (info only with --debug).
+ * `onPluginError` (dev): a plugin that fails to load is left out instead of failing the command.
+ */
+export async function openHarness(globals: GlobalOptions, io: Io, extra: Pick<CreateHarnessOptions, 'onPluginError'> = {}): Promise<Harness> {
   const source = configSource(globals.config);
   const config = source.path === undefined ? { config: defaultConfig(), baseDir: process.cwd() } : { configPath: source.path };
-  const harness = await withDataDir(await createHarness({ ...config, ...overrides(globals) }), globals);
+  const harness = await withDataDir(await createHarness({ ...config, ...overrides(globals), ...extra }), globals);
   harness.kernel.bus.add(
     'kernel/diagnostic',
     (diagnostic: { level: string; code: string; message: string }) => {

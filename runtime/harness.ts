@@ -151,6 +151,12 @@ export interface CreateHarnessOptions {
    * caller keeps owning it: `dispose` does not close it).
    */
   store?: string | JournalStore;
+  /**
+   * Called when a plugin of the config fails to load: return to go on without it (the harness starts
+   * with the plugins that loaded; `harness dev` waits for a fix this way), or throw to fail. Default:
+   * the load error is thrown (and everything loaded before it is unloaded again).
+   */
+  onPluginError?: (error: unknown, spec: PluginSpec) => void;
 }
 
 /**
@@ -259,7 +265,14 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
     },
   };
   try {
-    for (const spec of config.plugins) await host.load(spec);
+    for (const spec of config.plugins) {
+      try {
+        await host.load(spec);
+      } catch (error) {
+        if (options.onPluginError === undefined) throw error;
+        options.onPluginError(error, spec);
+      }
+    }
     // After the plugins: a store plugin registers its URL scheme in its setup.
     const spec = storeSpec;
     if (typeof spec === 'object') store = spec;
@@ -346,7 +359,7 @@ const configSchema = z.strictObject({
  * of silently ignored; a key written once in the config file gets its `file:line:col`.
  * @throws HarnessError `INVALID_CONFIG` naming each bad path.
  */
-function validateConfig(config: HarnessConfig, path: string | undefined): void {
+export function validateConfig(config: HarnessConfig, path: string | undefined): void {
   const checked = checkConfig(configSchema, config);
   if (checked.status === 'passed') return;
   throw invalidConfig({

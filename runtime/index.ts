@@ -156,6 +156,8 @@ export {
   type SessionsService,
   type CreateHarnessOptions,
 } from './harness.ts';
+export { reloadConfig, applyConfig, appliedConfig, pluginsNotRunning, type ConfigReloadResult, type PluginChange, type PluginNotRunning } from './config-reload.ts';
+export type { ConfigReloadFailedEvent } from './reload-journal.ts';
 
 // ── The journal: events, state, reading, replay, import (DESIGN "Sessions and the journal") ──
 export type {

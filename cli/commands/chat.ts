@@ -1,8 +1,10 @@
 /**
- * `harness chat`: a multi-turn REPL on one session; `harness dev`: the same, plus a file watcher on
- * the plugin folders named in the config — a saved change hot-reloads that plugin in the live session
- * (`host.reload(name)`) and prints one line saying so, or why it failed (the old generation keeps
- * serving).
+ * `harness chat`: a multi-turn REPL on one session; `harness dev`: the same, plus a watcher on the
+ * config and the plugin folders it names (see dev.ts) — a saved change hot-reloads what changed in
+ * the live session and prints one line saying so (at the next line boundary of a streaming reply),
+ * or why it failed (the old generation keeps serving). A plugin that does not load at start leaves
+ * dev running: its coded error is printed and prompts are refused until a saved fix loads it
+ * (`chat` and `run` fail at once instead).
  *
  * Keys: Enter sends a prompt; Alt-Enter or Ctrl-J enters a newline instead, and a pasted block
  * (bracketed paste) is one prompt however many lines it has (see line-input.ts). Ctrl-C cancels the
@@ -15,32 +17,21 @@
  *
  * A new session is created with the first prompt: quitting before one leaves no journal.
  */
-import { watch, type FSWatcher } from 'chokidar';
-import { dirname, resolve, sep } from 'node:path';
+import { resolve } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
-import {
-  forkSession,
-  HarnessError,
-  readJournal,
-  type AgentSession,
-  type AnySessionEvent,
-  type ApprovalRequest,
-  type Harness,
-  type PluginReloadedEvent,
-  type PluginReloadFailedEvent,
-} from '../../runtime/index.ts';
+import { forkSession, HarnessError, readJournal, type AgentSession, type AnySessionEvent, type ApprovalRequest, pluginsNotRunning, type Harness, type PluginSpec } from '../../runtime/index.ts';
 import { askInTerminal, SessionAllowances, type Ask, type AskAnswer } from '../approval.ts';
+import { describeLoadError, DevWatcher } from '../dev.ts';
 import { shellQuote, type Io } from '../env.ts';
 import { sessionsOfWorkspace } from '../find-session.ts';
 import { forkInsideTurnMessage } from '../fork-seqs.ts';
-import { formatAgo, formatMs, oneLine, printable } from '../format.ts';
+import { formatAgo, oneLine, printable } from '../format.ts';
 import { onStop, type StopRequest } from '../lifecycle.ts';
 import { BRACKETED_PASTE_OFF, BRACKETED_PASTE_ON, filteredTerminalInput, fromEditedLine } from '../line-input.ts';
 import { markdownFor, type RenderMarkdown } from '../markdown.ts';
 import { LiveRenderer, TranscriptPrinter } from '../render.ts';
 import {
   checkWorkspace,
-  errorLocation,
   makeApprover,
   openHarness,
   POLICIES,
@@ -86,8 +77,10 @@ const COMMAND_LINE = /^\/([A-Za-z][\w-]*)(?:\s+(.*))?$/s;
 
 export async function chatCommand(options: TurnOptions, globals: GlobalOptions, io: Io, mode: { watch: boolean }): Promise<number> {
   const cwd = options.cwd ? checkWorkspace(resolve(options.cwd), '--cwd') : undefined;
-  const harness = await openHarness(globals, io);
-  let watcher: FSWatcher | undefined;
+  // dev: a plugin that does not load leaves the others running (its error is printed below).
+  const broken: { spec: PluginSpec; error: unknown }[] = [];
+  const harness = await openHarness(globals, io, mode.watch ? { onPluginError: (error, spec) => void broken.push({ spec, error }) } : {});
+  let watcher: DevWatcher | undefined;
   let repl: Repl | undefined;
   // A stop before the REPL runs ends the command before anything is opened; while it runs, it quits it.
   let stopped: StopRequest | undefined;
@@ -96,19 +89,43 @@ export async function chatCommand(options: TurnOptions, globals: GlobalOptions, 
     void repl?.stop(request);
   });
   try {
+    if (mode.watch) watcher = new DevWatcher(harness, (line) => (repl ? repl.notify(line) : io.out.write(`${line}\n`)), io);
+    for (const { spec, error } of broken) {
+      const label = pluginsNotRunning(harness).find((entry) => entry.spec === spec)?.label ?? spec.plugin?.name ?? spec.module ?? '(plugin)';
+      const described = await describeLoadError(error, harness.configPath);
+      watcher!.startupFailure(label, described);
+      io.err.write(
+        `${io.c.red(`error ${printable(described)}`)}\n${io.c.dim(`hint: dev goes on without ${printable(label)} and sends no prompt until it loads: save a fix (its folder is watched), or remove it from the config.`)}\n`,
+      );
+    }
     let session: AgentSession | undefined;
     const resume = await journalToResume(harness, { ...options, ...(cwd ? { cwd } : {}) }, io);
     if (resume !== undefined) session = await resumeSession(harness, resume, cwd, io);
     // Fails fast (unknown model, missing key): a new session is only created with the first prompt.
-    const call = await resolveCall(harness, options, session);
+    // With a plugin missing (dev), the model is checked at the first prompt sent once it loaded.
+    const call = broken.length === 0 ? await resolveCall(harness, options, session) : undefined;
     if (stopped) {
       await session?.close();
       return stopped.exitCode;
     }
     const recap = session ? await recapOf(session, harness, globals, io) : '';
-    repl = new Repl(harness, session, { ...options, ...(cwd ? { cwd } : {}), call, recap, markdown: await markdownFor(io) }, globals, io);
+    repl = new Repl(
+      harness,
+      session,
+      {
+        ...options,
+        ...(cwd ? { cwd } : {}),
+        call: call ?? {},
+        callChecked: call !== undefined,
+        recap,
+        markdown: await markdownFor(io),
+        ...(watcher ? { blocked: () => watcher!.blocked() } : {}),
+      },
+      globals,
+      io,
+    );
     const exit = repl.run();
-    if (mode.watch) watcher = await startWatcher(harness, (line) => repl!.notify(line), io);
+    await watcher?.start();
     return await exit;
   } finally {
     await watcher?.close();
@@ -169,7 +186,15 @@ class Repl {
     private readonly harness: Harness,
     /** The session, once there is one: a new one is created with the first prompt. */
     private session: AgentSession | undefined,
-    private readonly options: { -readonly [K in keyof TurnOptions]: TurnOptions[K] } & { call: { provider?: string; model?: string }; recap?: string; markdown?: RenderMarkdown | undefined },
+    private readonly options: { -readonly [K in keyof TurnOptions]: TurnOptions[K] } & {
+      call: { provider?: string; model?: string };
+      /** `call` was checked with {@link resolveCall} (dev with a plugin missing checks it at the first prompt). */
+      callChecked: boolean;
+      recap?: string;
+      markdown?: RenderMarkdown | undefined;
+      /** dev: why no prompt can be sent now (a plugin of the config is not loaded), else undefined. */
+      blocked?: () => string | undefined;
+    },
     private readonly globals: GlobalOptions,
     private readonly io: Io,
   ) {
@@ -293,6 +318,7 @@ class Repl {
         // Checked like --model (unknown model, missing key) before the next request is affected.
         const call = await resolveCall(this.harness, { provider, model: asked.model }, this.session);
         this.options.call = call;
+        this.options.callChecked = true;
         return void out(c.green(`model ${call.provider}/${call.model} — the next request uses it`));
       }
       case 'approve': {
@@ -436,6 +462,16 @@ class Repl {
 
   private async turn(prompt: string): Promise<void> {
     const { c } = this.io;
+    const blocked = this.options.blocked?.();
+    if (blocked !== undefined) return void this.io.out.write(`${c.red('error PLUGIN_NOT_LOADED:')} ${blocked}\n`);
+    if (!this.options.callChecked) {
+      try {
+        this.options.call = await resolveCall(this.harness, this.options, this.session);
+        this.options.callChecked = true;
+      } catch (error) {
+        return void this.io.out.write(`${c.red(`error${HarnessError.is(error) ? ` ${error.code}` : ''}:`)} ${oneLine(error instanceof Error ? error.message : String(error), 400)}\n`);
+      }
+    }
     const controller = new AbortController();
     const renderer = new LiveRenderer(this.io, this.options.markdown ? { markdown: this.options.markdown } : {});
     this.cancelledBy = undefined;
@@ -566,71 +602,4 @@ class Repl {
     await this.close();
     this.exit(this.stopRequest?.exitCode ?? code);
   }
-}
-
-/**
- * Watches the folder of every plugin the config names by module path; a change reloads the plugins
- * of that folder. One line per outcome, from `plugin/reloaded` / `plugin/reload-failed`.
- */
-async function startWatcher(harness: Harness, notify: (line: string) => void, io: Io): Promise<FSWatcher> {
-  const { c } = io;
-  const folders = new Map<string, string[]>();
-  for (const info of harness.host.list()) {
-    // Packages (the shipped plugins of an installed harness-runtime, other npm plugins) are not edited in place.
-    if (info.module === undefined || info.module.includes(`${sep}node_modules${sep}`)) continue;
-    const folder = dirname(info.module);
-    folders.set(folder, [...(folders.get(folder) ?? []), info.name]);
-  }
-  harness.kernel.bus.add(
-    'plugin/reloaded',
-    (event: PluginReloadedEvent) => notify(c.green(`↻ reloaded ${event.name} (generation ${event.generation}, ${formatMs(event.reloadMs)}) — the session goes on with the new code`)),
-    { owner: 'cli' },
-  );
-  harness.kernel.bus.add(
-    'plugin/reload-failed',
-    (event: PluginReloadFailedEvent) => {
-      // A syntax error is reported with its file:line:col (found by parsing the file again).
-      const located = HarnessError.is(event.error) ? errorLocation(event.error, '').catch(() => undefined) : Promise.resolve(undefined);
-      void located.then((where) =>
-        notify(
-          c.red(`✗ reload of ${event.name} failed — ${event.failure.code}: ${oneLine(describeFailure(event), 240)}${where ? ` (at ${where.at})` : ''} (generation ${event.generation} still serving)`),
-        ),
-      );
-    },
-    { owner: 'cli' },
-  );
-  const timers = new Map<string, NodeJS.Timeout>();
-  const watcher = watch([...folders.keys()], { ignoreInitial: true, ignored: (path: string) => path.includes(`${sep}node_modules${sep}`) || /(^|[/\\])\.[^/\\]/.test(path) });
-  watcher.on('all', (_event, path) => {
-    if (!/\.(m?[jt]s|json)$/.test(path)) return;
-    const folder = [...folders.keys()].filter((f) => path === f || path.startsWith(f + sep)).sort((a, b) => b.length - a.length)[0];
-    if (folder === undefined) return;
-    for (const name of folders.get(folder)!) {
-      clearTimeout(timers.get(name));
-      timers.set(
-        name,
-        setTimeout(() => {
-          timers.delete(name);
-          harness.host.reload(name).catch(() => undefined); // the outcome is printed from the plugin/* events
-        }, 120),
-      );
-    }
-  });
-  await new Promise<void>((ready) => watcher.once('ready', () => ready()));
-  const names = [...folders.values()].flat();
-  notify(c.dim(`watching ${folders.size} plugin folder${folders.size === 1 ? '' : 's'} (${names.join(', ')}); a saved change reloads that plugin`));
-  const close = watcher.close.bind(watcher);
-  watcher.close = async () => {
-    for (const timer of timers.values()) clearTimeout(timer);
-    await close();
-  };
-  return watcher;
-}
-
-/** The failure of a reload, with its cause's first words when the message is only a preamble. */
-function describeFailure(event: PluginReloadFailedEvent): string {
-  const cause = (event.error as { cause?: unknown } | undefined)?.cause;
-  const causeText = cause instanceof Error ? cause.message : '';
-  const message = event.failure.message;
-  return causeText && !message.includes(causeText.split('\n')[0]!) ? `${message} ${causeText}` : message;
 }

@@ -184,10 +184,11 @@ export class PluginHost {
 
   /**
    * Replaces a loaded plugin with a new generation (new module generation for a module spec, and
-   * optionally a new config). On failure the old generation keeps serving, `plugin/reload-failed`
-   * is emitted, and the promise rejects with the cause.
+   * optionally a new config; `plugin`: a new definition for a plugin given as one, e.g. from a
+   * re-read config). On failure the old generation keeps serving, `plugin/reload-failed` is
+   * emitted, and the promise rejects with the cause.
    */
-  async reload(name: string, options: { config?: unknown } = {}): Promise<PluginInfo> {
+  async reload(name: string, options: { config?: unknown; plugin?: PluginDefinition<any> } = {}): Promise<PluginInfo> {
     return this.track(() =>
       this.serialize(name, async () => {
         const current = this.require(name);
@@ -196,7 +197,7 @@ export class PluginHost {
         const changed = configKeys !== undefined && configKeys.length > 0 ? { configKeys } : {};
         let next: Loaded;
         try {
-          const definition = current.modulePath === undefined ? current.definition : await this.importDefinition(current.modulePath);
+          const definition = options.plugin ?? (current.modulePath === undefined ? current.definition : await this.importDefinition(current.modulePath));
           if (definition.name !== name) {
             throw new HarnessError('PLUGIN_RENAMED', `The module of plugin "${name}" now exports plugin "${definition.name}"; a rename needs unload and load.`);
           }
@@ -247,6 +248,16 @@ export class PluginHost {
 
   list(): PluginInfo[] {
     return [...this.loaded.values()].map((entry) => this.info(entry));
+  }
+
+  /** The raw config (as the config file gives it, before its schema) the serving generation of `name` was set up with. @throws HarnessError `UNKNOWN_PLUGIN`. */
+  configOf(name: string): unknown {
+    return this.require(name).rawConfig;
+  }
+
+  /** The definition object the serving generation of `name` runs. @throws HarnessError `UNKNOWN_PLUGIN`. */
+  definitionOf(name: string): PluginDefinition<any> {
+    return this.require(name).definition;
   }
 
   /**

@@ -1,8 +1,11 @@
 /**
  * `harness dev`: editing the scripted adapter's file during a live session hot-reloads it — the next
  * reply comes from the new code, the session and its journal go on unbroken — and a syntax error in
- * an edit keeps the old generation serving, with a one-line report. A reload notice never splits a
- * streamed line (tmux).
+ * an edit keeps the old generation serving, with a one-line report. Editing the config reloads what
+ * changed (a plugin's new config, a plugin added, one removed); a config that does not load changes
+ * nothing. Every reload, ok or failed, is a `plugin/reload` record that `harness replay` shows. A
+ * reload notice never splits a streamed line (tmux). A plugin broken at start leaves dev running,
+ * refusing prompts, until a saved fix loads it (`chat` fails at once).
  *
  * The adapter edited is a COPY of plugins/llm-scripted in a temporary project with its own config;
  * the repository's files are never touched.
@@ -22,6 +25,33 @@ afterAll(() => {
   terminal?.close();
   project.cleanup();
 });
+
+/** `harness dev` on a project, its stdout and stderr collected; `waitFor` polls stdout. */
+function startDev(config: string, home: string, cwd: string) {
+  const dev = spawn(process.execPath, [bin, 'dev', '--config', config, '--cwd', join(projectRoot, 'cookbook/demo-workspace')], { env: cleanEnv({ HARNESS_HOME: home }), cwd });
+  child = dev;
+  const io = { out: '', err: '' };
+  dev.stdout.setEncoding('utf8').on('data', (d: string) => (io.out += d));
+  dev.stderr.setEncoding('utf8').on('data', (d: string) => (io.err += d));
+  const exited = new Promise<number | null>((done) => dev.on('close', (code) => done(code)));
+  const waitFor = async (test: (text: string) => boolean, what: string, timeoutMs = 60_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (test(io.out)) return io.out;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`timed out waiting for ${what}; stdout:\n${io.out}\nstderr:\n${io.err}`);
+  };
+  return { dev, io, exited, waitFor };
+}
+
+/** A plugin of the project's own (`./plugins/notes/index.ts`): it registers nothing; `extra` is appended to its file. */
+function writeNotesPlugin(dir: string, extra = ''): string {
+  const file = join(dir, 'plugins/notes/index.ts');
+  mkdirSync(join(dir, 'plugins/notes'), { recursive: true });
+  writeFileSync(file, `import { definePlugin } from ${JSON.stringify(join(projectRoot, 'runtime/index.ts'))};\nexport default definePlugin({ name: 'notes', setup() {} });\n${extra}`);
+  return file;
+}
 
 function writeProject(dir = project.dir, scriptedConfig: Record<string, unknown> = {}): { config: string; home: string; adapter: string } {
   mkdirSync(dir, { recursive: true });
@@ -162,6 +192,116 @@ describe('harness dev', { timeout: 240_000 }, () => {
       .data.message.content.find((b: { type: string }) => b.type === 'text').text as string;
     const flat = (text: string) => text.replace(/\n/g, '');
     expect(flat(out.replace(notice, ''))).toContain(flat(final));
+  });
+
+  it('a saved config reloads what changed, journaled; a config that does not load changes nothing; replay shows every reload', async () => {
+    const dir = join(project.dir, 'config-edit');
+    const { config, home } = writeProject(dir);
+    writeNotesPlugin(dir);
+    writeFileSync(join(dir, 'reply.json'), JSON.stringify({ replies: [{ reply: { text: 'Answered by the new config.' } }] }));
+    const original = readFileSync(config, 'utf8');
+    const { dev, io, exited, waitFor } = startDev(config, home, dir);
+    await waitFor((o) => o.includes(`and the config ${config}; a saved change reloads what changed`), 'the watcher');
+    dev.stdin.write('What is in this workspace?\n');
+    await waitFor((o) => o.includes('Here is what I found.') && count(o, 'tokens  ') === 1, 'the first reply');
+
+    // One save: llm-scripted gets another config, approvals is removed, notes is added.
+    const edited = original
+      .replace('config: {} }', "config: { scripts: { 'scripted-default': './reply.json' } } }")
+      .replace(/\n\s*\{ module: "[^"]*approvals\/index\.ts" \},/, "\n    { module: './plugins/notes/index.ts' },");
+    expect(edited).toContain('reply.json');
+    expect(edited).not.toContain('approvals');
+    writeFileSync(config, edited);
+    await waitFor((o) => o.includes('↻ loaded notes (generation 1)'), 'the config reload');
+    expect(io.out).toMatch(/↻ reloaded llm-scripted \(generation 2, [\d.]+ m?s\) with its new config \(scripts\) — the session goes on with the new code/);
+    expect(io.out).toContain('↻ unloaded approvals — it is no longer in the config');
+    dev.stdin.write('And now?\n');
+    await waitFor((o) => o.includes('Answered by the new config.') && count(o, 'tokens  ') === 2, 'a reply from the new config');
+
+    // A config with a syntax error: the coded error with its file:line, and the old stack serves on.
+    writeFileSync(config, `${edited}\nexport const broken = {{;\n`);
+    const report = await waitFor((o) => o.includes('✗ the config'), 'the failed config reload');
+    const line = report.split('\n').find((l) => l.includes('✗ the config'))!;
+    expect(line).toMatch(/^(› )?✗ the config .* did not load — INVALID_CONFIG: .* \(nothing changed: the running plugins keep serving\)$/);
+    expect(line).toContain(`(at ${config}:${edited.split('\n').length + 1}:`);
+    dev.stdin.write('Still there?\n');
+    await waitFor((o) => count(o, 'Answered by the new config.') === 2 && count(o, 'tokens  ') === 3, 'a reply from the old stack');
+    writeFileSync(config, edited);
+    await waitFor((o) => o.includes('↻ config saved: no plugin changed'), 'the fixed config');
+    dev.stdin.end();
+    expect(await exited).toBe(0);
+    expect(io.err).toBe('');
+
+    // The journal has each change where it happened, between the turns.
+    const path = join(home, 'sessions', journals(home)[0]!);
+    const events = readEvents(path);
+    const reloads = events.filter((e) => e.type === 'plugin/reload');
+    expect(reloads.map((e) => [e.data.action, e.data.outcome, e.data.name ?? null])).toEqual([
+      ['unload', 'ok', 'approvals'],
+      ['reload', 'ok', 'llm-scripted'],
+      ['load', 'ok', 'notes'],
+      ['config', 'failed', null],
+    ]);
+    expect(reloads[1]!.data.configKeys).toEqual(['scripts']);
+    expect(reloads[3]!.data).toMatchObject({ configPath: config, failure: { code: 'INVALID_CONFIG' } });
+    expect(reloads.every((e) => e.data.turn === undefined)).toBe(true);
+
+    // `harness replay` shows them; --json prints them; --at, --verify read past them.
+    const replay = await harness(['replay', path, '--config', config], { home });
+    expect(replay.code).toBe(0);
+    const shown = (seq: number) => replay.stdout.split('\n').find((l) => l.trimStart().startsWith(`${seq} `));
+    expect(shown(reloads[0]!.seq)).toMatch(/↻ unloaded approvals \(generation 1\)$/);
+    expect(shown(reloads[1]!.seq)).toMatch(/↻ reloaded llm-scripted \(generation 2, [\d.]+ m?s\) · config: scripts$/);
+    expect(shown(reloads[2]!.seq)).toMatch(/↻ loaded notes \(generation 1\)$/);
+    expect(shown(reloads[3]!.seq)).toContain(`✗ the config ${config} did not load — INVALID_CONFIG:`);
+    const json = await harness(['replay', path, '--json', '--config', config], { home });
+    const records = json.stdout
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => JSON.parse(l));
+    expect(records.filter((r) => r.type === 'plugin/reload')).toEqual(reloads.map((e) => ({ ...e, ignorable: true })));
+    const at = await harness(['replay', path, '--at', String(reloads[3]!.seq), '--config', config], { home });
+    expect(at.code).toBe(0);
+    expect(at.stdout).toContain(`at seq ${reloads[3]!.seq}`);
+    const verify = await harness(['replay', path, '--verify', '--config', config], { home });
+    expect(verify.stdout).toMatch(/^ok /);
+    expect(verify.code).toBe(0);
+  });
+
+  it('a plugin broken at start leaves dev running: its coded error, prompts refused until a saved fix loads it; chat fails at once', async () => {
+    const dir = join(project.dir, 'broken-at-start');
+    const { config, home } = writeProject(dir);
+    writeFileSync(config, readFileSync(config, 'utf8').replace('plugins: [', "plugins: [\n    { module: './plugins/notes/index.ts' },"));
+    const notes = writeNotesPlugin(dir, 'export const broken = {{;\n');
+    const brokenLine = readFileSync(notes, 'utf8').split('\n').length - 1;
+
+    const chat = await harness(['chat', '--config', config, '--cwd', join(projectRoot, 'cookbook/demo-workspace')], { home, input: 'Hello\n' });
+    expect(chat.code).toBe(1);
+    expect(chat.stderr).toContain('error PLUGIN_IMPORT_FAILED:');
+
+    const { dev, io, exited, waitFor } = startDev(config, home, dir);
+    await waitFor((o) => o.includes('waiting for 1 plugin to load'), 'the watcher');
+    expect(io.err).toContain('error PLUGIN_IMPORT_FAILED: Could not import plugin module');
+    expect(io.err).toContain(`(at ${notes}:${brokenLine}:`);
+    expect(io.err).toContain(`hint: dev goes on without ${notes} and sends no prompt until it loads`);
+    dev.stdin.write('What is in this workspace?\n');
+    await waitFor((o) => o.includes('error PLUGIN_NOT_LOADED:'), 'the refused prompt');
+    expect(io.out).toContain(`error PLUGIN_NOT_LOADED: The prompt was not sent: a plugin of the config is not loaded — ${notes} (PLUGIN_IMPORT_FAILED:`);
+    expect(journals(home)).toEqual([]);
+
+    writeNotesPlugin(dir);
+    await waitFor((o) => o.includes('every plugin of the config is loaded: prompts are sent again'), 'the fixed plugin');
+    expect(io.out).toContain('↻ loaded notes (generation 1)');
+    dev.stdin.write('What is in this workspace?\n');
+    await waitFor((o) => o.includes('Here is what I found.') && count(o, 'tokens  ') === 1, 'the reply');
+    // Once loaded, it reloads like the others.
+    writeNotesPlugin(dir, '// saved again\n');
+    await waitFor((o) => /↻ reloaded notes \(generation 2, /.test(o), 'a reload of the fixed plugin');
+    dev.stdin.end();
+    expect(await exited).toBe(0);
+    const events = readEvents(join(home, 'sessions', journals(home)[0]!));
+    expect(events.filter((e) => e.type === 'plugin/reload').map((e) => [e.data.action, e.data.name, e.data.generation])).toEqual([['reload', 'notes', 2]]);
   });
 
   it.skipIf(!hasTmux && !process.env.CI)('in a terminal, a reload notice during a streamed reply waits for the end of the line: no word is split', async () => {
