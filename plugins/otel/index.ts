@@ -15,10 +15,21 @@
  * Config (all optional): `endpoint` (OTLP/HTTP base URL; else `OTEL_EXPORTER_OTLP_*`, else
  * localhost:4318), `headers`, `serviceName` (else `OTEL_SERVICE_NAME`, else `harness`),
  * `captureContent` (default false: no prompt, completion, tool argument or result is exported),
- * `agentName`, `metrics`, `traceparent` (else `TRACEPARENT`/`TRACESTATE` from the environment: the
+ * `agentName`, `metrics`, `maxIdleSessions`, `traceparent` (else `TRACEPARENT`/`TRACESTATE` from the environment: the
  * parent of every turn span), queue and timing bounds. `OTEL_SDK_DISABLED=true` turns it off.
  * Secrets: content attributes pass the process's secret redactor; header values are registered
  * with it; API keys are never read.
+ *
+ * Memory: a session's tracer lives while one of its turns is open. When the turn ends the tracer is
+ * released (its spans, and every per-tool-call record — a subagent child's turns all ran inside the
+ * parent's calls by then; a kept child's later turn comes through `input_subagent`, whose
+ * `subagent/input` record names its new call) and only a summary is kept: the session's last call
+ * config (a `request/header` is journaled only when it changes), its last event time, and with
+ * `captureContent` its snapshot reader (which holds the session's messages: that is what capturing
+ * content costs). Summaries are kept for the `maxIdleSessions` (default 1024) sessions traced last;
+ * the next turn of a session whose summary was dropped names its model calls by the model the
+ * reply reports, and a failed call's provider and model `unknown`, until the session journals its
+ * header again (every reopened session does, on its first call).
  *
  * Hot reload: spans of a turn that is running while the plugin is replaced are ended as
  * `PLUGIN_UNLOADED`; the new generation traces from the next turn on.
@@ -26,9 +37,9 @@
 import { definePlugin, secrets, z, type SessionEventDelivery } from '../../runtime/index.ts';
 import { GenAiMetrics } from './metrics.ts';
 import { OtelPipeline, parentFromTraceparent, tracesUrl, type SpanStats } from './pipeline.ts';
-import { SessionTracer } from './trace-builder.ts';
+import { SessionTracer, type SessionTracerSummary } from './trace-builder.ts';
 
-export { SessionTracer, hrTimeOf, type SessionTracerOptions } from './trace-builder.ts';
+export { SessionTracer, hrTimeOf, type SessionTracerOptions, type SessionTracerSummary } from './trace-builder.ts';
 export { GenAiMetrics, type CallMeasurement } from './metrics.ts';
 export { OtelPipeline, parentFromTraceparent, tracesUrl, DEFAULT_OTLP_ENDPOINT, type OtelPipelineOptions, type SpanStats } from './pipeline.ts';
 export { exportJournalTraces, type JournalExportOptions, type JournalExportReport } from './export.ts';
@@ -39,6 +50,11 @@ export interface OtelService {
   /** Where traces go (for messages). */
   readonly tracesUrl: string;
   stats(): SpanStats;
+  /**
+   * Sessions the plugin holds something of: `tracingSessionCount` with a turn open (a tracer and its
+   * open spans), `idleSessionCount` with only a summary between turns (at most `maxIdleSessions`).
+   */
+  sessionCounts(): { readonly tracingSessionCount: number; readonly idleSessionCount: number };
   /** Exports what is queued now; false when it did not finish within `timeoutMs` (default the config's `shutdownTimeoutMs`). */
   flush(timeoutMs?: number): Promise<boolean>;
 }
@@ -60,6 +76,7 @@ export const otelConfigSchema = z
     captureContent: z.boolean().default(false),
     agentName: z.string().min(1).default('harness'),
     metrics: z.boolean().default(true),
+    maxIdleSessions: z.number().int().nonnegative().default(1024),
     traceparent: z.string().optional(),
     maxQueueSize: z.number().int().positive().default(2048),
     maxExportBatchSize: z.number().int().positive().default(512),
@@ -72,6 +89,7 @@ export const otelConfigSchema = z
     captureContent: false,
     agentName: 'harness',
     metrics: true,
+    maxIdleSessions: 1024,
     maxQueueSize: 2048,
     maxExportBatchSize: 512,
     scheduledDelayMs: 1000,
@@ -106,13 +124,24 @@ export default definePlugin({
     const metrics = pipeline.meter === undefined ? undefined : new GenAiMetrics(pipeline.meter);
     const parent = parentFromTraceparent(config.traceparent ?? process.env.TRACEPARENT, process.env.TRACESTATE);
     const url = tracesUrl(config.endpoint);
+    // Sessions with a turn open; and, between turns, the summaries of the last `maxIdleSessions`
+    // sessions, least recently traced first (a Map keeps insertion order).
     const tracers = new Map<string, SessionTracer>();
+    const idle = new Map<string, SessionTracerSummary>();
+    const rest = (sessionId: string, tracer: SessionTracer): void => {
+      tracers.delete(sessionId);
+      if (config.maxIdleSessions === 0) return;
+      idle.set(sessionId, tracer.summary());
+      if (idle.size > config.maxIdleSessions) idle.delete(idle.keys().next().value!);
+    };
     let failed = false;
     ctx.declareHook('session/event', 'sink');
     ctx.on('session/event', ({ sessionId, event, parentSession: link }: SessionEventDelivery) => {
       try {
         let tracer = tracers.get(sessionId);
         if (tracer === undefined) {
+          const resume = idle.get(sessionId);
+          idle.delete(sessionId);
           // A child session (a subagent): its turns hang under the parent's execute_tool span that ran them.
           const spawnedBy = link === undefined ? undefined : (atMs: number) => tracers.get(link.sessionId)?.childParent(sessionId, link.callId, atMs);
           tracer = new SessionTracer({
@@ -124,10 +153,12 @@ export default definePlugin({
             captureContent: config.captureContent,
             agentName: config.agentName,
             redact: (text) => redactor.redact(text),
+            ...(resume === undefined ? {} : { resume }),
           });
           tracers.set(sessionId, tracer);
         }
         tracer.push(event);
+        if (tracer.idle) rest(sessionId, tracer);
       } catch (error) {
         // Tracing never fails a journal append; the first failure is reported, the rest are not.
         if (failed) return;
@@ -142,11 +173,13 @@ export default definePlugin({
     ctx.provide('otel', {
       tracesUrl: url,
       stats: () => pipeline.stats(),
+      sessionCounts: () => ({ tracingSessionCount: tracers.size, idleSessionCount: idle.size }),
       flush: (timeoutMs = config.shutdownTimeoutMs) => pipeline.flush(timeoutMs),
     });
     ctx.onDispose(async () => {
       for (const tracer of tracers.values()) tracer.close(Date.now(), 'PLUGIN_UNLOADED');
       tracers.clear();
+      idle.clear();
       const finished = await pipeline.shutdown(config.shutdownTimeoutMs);
       const { droppedSpanCount, failedSpanCount } = pipeline.stats();
       if (droppedSpanCount > 0 || failedSpanCount > 0 || !finished) {

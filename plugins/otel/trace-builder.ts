@@ -61,6 +61,20 @@ export interface SessionTracerOptions {
   readonly agentName?: string;
   /** Applied to every content attribute (e.g. the secret redactor's `redactText`). */
   readonly redact?: (text: string) => string;
+  /** What an earlier tracer of the session carried over its turn (see {@link SessionTracer.summary}). */
+  readonly resume?: SessionTracerSummary;
+}
+
+/**
+ * What a session's tracer needs from before its next turn, when the live plugin releases the tracer
+ * between turns: the last call config (a `request/header` is journaled only when it changes), the last
+ * event's time (times never go back), and with `captureContent` the snapshot reader (a
+ * `request/snapshot` names messages of earlier turns). No span, no per-call record.
+ */
+export interface SessionTracerSummary {
+  readonly config?: LlmCallConfig;
+  readonly lastAtMs: number;
+  readonly snapshots?: SnapshotReader;
 }
 
 interface CallState {
@@ -74,6 +88,12 @@ interface CallState {
   responseId?: string;
   request?: { readonly system?: string; readonly messages: readonly CanonicalMessage[] };
   retry?: { readonly atMs: number; readonly attributes: Attributes };
+}
+
+/** A tool call's span, while the call runs (`endMs` absent) and after: a child session's turn hangs under the call running it. */
+interface CallSpan {
+  readonly span: SpanContext;
+  endMs?: number;
 }
 
 interface ToolState {
@@ -121,15 +141,28 @@ export class SessionTracer {
   private config: LlmCallConfig | undefined;
   private turn: TurnState | undefined;
   private lastAtMs = 0;
-  /** Span context of every tool call, by call id: a child session's header names the call that spawned it. */
-  private readonly callSpans = new Map<string, SpanContext>();
+  /** Span of every tool call, by call id: a child session's header names the call that spawned it. */
+  private readonly callSpans = new Map<string, CallSpan>();
   /** Child session id → the calls that ran its turns, in order (`subagent/spawn`, `subagent/input`). */
-  private readonly childCalls = new Map<string, { readonly atMs: number; readonly span: SpanContext }[]>();
+  private readonly childCalls = new Map<string, { readonly atMs: number; readonly call: CallSpan }[]>();
 
   constructor(options: SessionTracerOptions) {
     this.options = options;
     this.agentName = options.agentName ?? 'harness';
-    this.snapshots = options.captureContent ? new SnapshotReader() : undefined;
+    const resume = options.resume;
+    this.snapshots = options.captureContent ? (resume?.snapshots ?? new SnapshotReader()) : undefined;
+    this.config = resume?.config;
+    this.lastAtMs = resume?.lastAtMs ?? 0;
+  }
+
+  /** True when no turn is open: the tracer holds no open span and can be released for {@link summary}. */
+  get idle(): boolean {
+    return this.turn === undefined;
+  }
+
+  /** What a new tracer of this session needs to continue where this one stopped (`resume`). */
+  summary(): SessionTracerSummary {
+    return { ...(this.config === undefined ? {} : { config: this.config }), lastAtMs: this.lastAtMs, ...(this.snapshots === undefined ? {} : { snapshots: this.snapshots }) };
   }
 
   /** Takes the session's next event. Never throws for an event it does not know (it is skipped). */
@@ -200,7 +233,7 @@ export class SessionTracer {
         if (step.call !== undefined) this.endCall(step, event.atMs);
         const span = this.startTool(step, data.callId, data.name, event.atMs);
         step.tools.set(data.callId, { name: data.name, arguments: data.arguments, span });
-        this.callSpans.set(data.callId, span.spanContext());
+        this.callSpans.set(data.callId, { span: span.spanContext() });
         return;
       }
       case 'approval/decided': {
@@ -224,10 +257,10 @@ export class SessionTracer {
       case 'subagent/spawn':
       case 'subagent/input': {
         const { callId, childSessionId } = event.data as { callId?: unknown; childSessionId?: unknown };
-        const span = typeof callId === 'string' ? this.callSpans.get(callId) : undefined;
-        if (span === undefined || typeof childSessionId !== 'string') return;
+        const call = typeof callId === 'string' ? this.callSpans.get(callId) : undefined;
+        if (call === undefined || typeof childSessionId !== 'string') return;
         const calls = this.childCalls.get(childSessionId) ?? [];
-        calls.push({ atMs: event.atMs, span });
+        calls.push({ atMs: event.atMs, call });
         this.childCalls.set(childSessionId, calls);
         return;
       }
@@ -245,15 +278,17 @@ export class SessionTracer {
   /**
    * The parent context of a turn of the child session `childSessionId` that starts at `atMs`: the
    * `execute_tool` span of the last call that ran a turn of it by then (`subagent/spawn`,
-   * `subagent/input`), else the span of `callId` (the child header's `parentSession.callId`).
-   * Undefined when this session never saw that call.
+   * `subagent/input`), else the span of `callId` (the child header's `parentSession.callId`) — only
+   * a call still running at `atMs` (a child's turn runs inside the call that started it; a later one
+   * without such a call is a trace of its own, live and from the journal alike). Undefined when no
+   * such call.
    */
   childParent(childSessionId: string, callId: string | undefined, atMs: number): Context | undefined {
-    const calls = this.childCalls.get(childSessionId) ?? [];
-    let span: SpanContext | undefined;
-    for (const call of calls) if (call.atMs <= atMs) span = call.span;
-    span ??= callId === undefined ? undefined : this.callSpans.get(callId);
-    return span === undefined ? undefined : trace.setSpanContext(ROOT_CONTEXT, span);
+    const runs = (call: CallSpan | undefined): call is CallSpan => call !== undefined && (call.endMs === undefined || call.endMs >= atMs);
+    let found: CallSpan | undefined;
+    for (const entry of this.childCalls.get(childSessionId) ?? []) if (entry.atMs <= atMs) found = entry.call;
+    if (!runs(found)) found = callId === undefined ? undefined : this.callSpans.get(callId);
+    return runs(found) ? trace.setSpanContext(ROOT_CONTEXT, found.span) : undefined;
   }
 
   /**
@@ -429,6 +464,8 @@ export class SessionTracer {
     span.setAttributes(attributes);
     if (errorType !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: errorType });
     span.end(hrTimeOf(atMs));
+    const call = this.callSpans.get(callId);
+    if (call !== undefined && call.endMs === undefined) call.endMs = atMs;
   }
 
   private startTool(step: StepState, callId: string, name: string, atMs: number): Span {
