@@ -109,8 +109,11 @@ describe('exportJournalTraces: any journal', () => {
     await exportJournalTraces('crashed', readJournal(crashed), { endpoint: receiver.url, metrics: false });
     const cut = receiver.spans;
     const lastAtMs = turn.events.find((e) => e.seq === startSeq)!.atMs;
-    expect(cut.map((s) => [s.name, s.attributes['error.type'] ?? null, s.endMs === lastAtMs]).sort()).toEqual([
-      ['chat test', null, false],
+    // The model call completed before the cut: it ends at its own recorded end, which may share the
+    // millisecond of the tool's start — so only the open spans are pinned to the last event's time.
+    const open = (s: { name: string }) => s.name !== 'chat test';
+    expect(cut.map((s) => [s.name, s.attributes['error.type'] ?? null, open(s) ? s.endMs === lastAtMs : s.endMs <= lastAtMs]).sort()).toEqual([
+      ['chat test', null, true],
       ['execute_tool slow', 'INCOMPLETE', true],
       ['invoke_agent harness', 'INCOMPLETE', true],
       ['step', 'INCOMPLETE', true],
