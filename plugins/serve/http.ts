@@ -27,7 +27,7 @@ export interface HttpOptions {
   readonly heartbeatMs?: number;
   /** When set, a submitted turn is a job for any worker of the queue (202 `{ job }`), not run here. */
   readonly queue?: TurnQueue;
-  /** An event stream whose client reads too slowly is closed past this many queued events (it reconnects with Last-Event-ID). */
+  /** An event stream whose client reads too slowly is closed past this many queued events (it reconnects with Last-Event-ID). Default 50 000. */
   readonly maxQueuedEvents?: number;
   /**
    * Only reads (`harness view`): every request but GET and HEAD answers 403 `READ_ONLY`, so no turn,
@@ -277,7 +277,8 @@ async function streamEvents(
   }
   await turns.requireSession(request.params.id); // SESSION_NOT_FOUND before any byte is sent
   const controller = new AbortController();
-  const events = turns.events(request.params.id, { after, signal: controller.signal });
+  // A client this far behind is disconnected (it reconnects with Last-Event-ID): its queue closes.
+  const events = turns.events(request.params.id, { after, signal: controller.signal, maxQueued: options.maxQueuedEvents ?? 50_000 });
   let ended!: () => void;
   streams.set(controller, new Promise<void>((resolve) => (ended = resolve)));
   reply.hijack();
@@ -290,24 +291,25 @@ async function streamEvents(
   request.raw.on('close', stop);
   res.on('close', stop);
   res.once('close', () => ended()); // a socket gone before the end: nothing more to wait for
-  const maxQueued = options.maxQueuedEvents ?? 50_000;
   try {
     for await (const event of events) {
       // What queued meanwhile goes out in the same write (a burst of chunks is one syscall).
       let text = frameOf(event);
       if (events.queued > 0) for (const more of events.drain()) text += frameOf(more);
       if (!res.write(text)) {
-        if (events.queued > maxQueued) break; // a client this far behind reconnects with Last-Event-ID
+        // Waits for the socket, or for the queue to close (the server closes, or the client fell too far behind).
         await new Promise<void>((resolve) => {
           const done = (): void => {
             res.off('drain', done);
             controller.signal.removeEventListener('abort', done);
+            events.closed.removeEventListener('abort', done);
             resolve();
           };
           res.on('drain', done);
           controller.signal.addEventListener('abort', done, { once: true });
+          events.closed.addEventListener('abort', done, { once: true });
         });
-        if (controller.signal.aborted) break;
+        if (controller.signal.aborted || events.overflowed) break;
       }
     }
   } finally {

@@ -41,7 +41,7 @@ import {
   type TraceContext,
 } from '../../runtime/index.ts';
 import { alreadyDecided, ApprovalDesk, type ApprovalReply, type PendingApproval } from './approvals.ts';
-import { EventQueue, FanOut } from './tail.ts';
+import { EventQueue, SessionTails } from './tail.ts';
 
 declare global {
   namespace Harness {
@@ -144,12 +144,6 @@ export interface SessionInfo {
   readonly parent?: { readonly sessionId: string; readonly seq: number };
 }
 
-/** An open stream of `TurnService.events`. */
-interface OpenStream {
-  /** Passes on what the store holds after the stream's last event, then ends the stream. */
-  drain(): Promise<void>;
-}
-
 interface Running {
   readonly controller: AbortController;
   /** The job (or idempotency key's marker) the turn runs for. */
@@ -183,10 +177,9 @@ export class TurnService {
   private readonly options: TurnServiceOptions;
   private readonly approvalTimeoutMs: number;
   private readonly desk = new ApprovalDesk();
-  private readonly fanOut = new FanOut();
+  /** One live tail per session, shared by its streams (see {@link events}). */
+  private readonly tails: SessionTails;
   private readonly running = new Map<string, Running>();
-  /** The streams of {@link events} that are open (drained at close). */
-  private readonly streams = new Set<OpenStream>();
   private readonly disposers: (() => void)[] = [];
   private closed = false;
 
@@ -196,9 +189,14 @@ export class TurnService {
     this.options = options;
     this.approvalTimeoutMs = options.approvalTimeoutMs ?? 300_000;
     this.disposers.push(useEventTypes());
+    const store = harness.store;
+    this.tails = new SessionTails({
+      tail: (id, afterSeq, signal) => readJournal(tailSource(store, id, afterSeq, signal)),
+      read: (id, afterSeq) => readJournal(storeSource(store, id, { fromSeq: afterSeq + 1 })),
+    });
     // Written batches, not appended events: a stream never shows what a crash could still lose.
     harness.kernel.bus.declare('session/written', 'emit');
-    this.disposers.push(harness.kernel.bus.add('session/written', (batch: SessionWrittenBatch) => this.fanOut.dispatch(batch.sessionId, batch.events), { owner: 'serve' }));
+    this.disposers.push(harness.kernel.bus.add('session/written', (batch: SessionWrittenBatch) => this.tails.dispatch(batch.sessionId, batch.events), { owner: 'serve' }));
   }
 
   /**
@@ -540,71 +538,40 @@ export class TurnService {
    * COMMIT. A turn another process runs arrives through the store's tail: with PostgreSQL on the
    * `NOTIFY` after each committed batch (else at the tail's poll, `tailPollMs`), with the file
    * store on a change notice of the file (else at its 250 ms poll).
+   *
+   * One live tail of the store per session serves all of this process's streams of it (one
+   * PostgreSQL query per committed batch, however many subscribers): started by the first, stopped
+   * after the last (tail.ts). Each stream has its own queue: `maxQueued` bounds it (default
+   * unbounded) — a consumer that falls further behind finds its queue closed (`overflowed`) and
+   * subscribes again from the last seq it read; it never slows the other streams or the writer.
    * @throws HarnessError `INVALID_SESSION_ID`. A session the store does not hold ends the
    *   iteration at once (check first with {@link requireSession}).
    */
-  events(sessionId: string, options: { after?: number; signal?: AbortSignal } = {}): EventQueue {
+  events(sessionId: string, options: { after?: number; signal?: AbortSignal; maxQueued?: number } = {}): EventQueue {
     const id = checkId(sessionId);
-    // Two sources of stored events, merged by seq: the store's tail (what is stored, by any
-    // process, from `after` on) and the batches this process writes (from the moment of
-    // subscribing). Subscribing comes first, so every event is in one of them or both; an event
-    // is passed on only as the next seq, so none is repeated, and one that arrives early waits for
-    // the gap before it to fill. Both hold only stored lines, which are never rewritten, so the
-    // two never disagree about a seq.
-    let last = options.after ?? 0;
-    const early = new Map<number, AnySessionEvent>();
-    const offer = (event: AnySessionEvent): void => {
-      if (event.seq <= last) return;
-      if (event.seq !== last + 1) {
-        early.set(event.seq, event);
-        return;
-      }
-      queue.push(event);
-      last = event.seq;
-      for (let next = early.get(last + 1); next !== undefined; next = early.get(last + 1)) {
-        early.delete(next.seq);
-        queue.push(next);
-        last = next.seq;
-      }
-    };
-    const unsubscribe = this.fanOut.subscribe(sessionId, offer);
-    const tailing = new AbortController();
-    const onAbort = (): void => queue.close();
-    const stream: OpenStream = {
-      // What the store holds after the last event passed on, then the end (the service closes).
-      drain: async () => {
-        tailing.abort();
-        if (queue.isClosed) return;
-        try {
-          for await (const event of readJournal(storeSource(this.harness.store, id, { fromSeq: last + 1 }))) offer(event);
-        } finally {
-          queue.close();
-        }
-      },
-    };
-    const queue = new EventQueue(() => {
-      unsubscribe();
-      tailing.abort();
-      this.streams.delete(stream);
-      options.signal?.removeEventListener('abort', onAbort);
-    });
-    this.streams.add(stream);
-    if (options.signal?.aborted || this.closed) queue.close();
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    (async () => {
-      for await (const event of readJournal(tailSource(this.harness.store, id, last, tailing.signal))) {
-        if (queue.isClosed || tailing.signal.aborted) return;
-        offer(event);
-      }
-    })().catch(() => {
-      if (!tailing.signal.aborted) queue.close();
-    });
+    const { signal } = options;
+    if (signal?.aborted || this.closed) {
+      const queue = new EventQueue(() => undefined);
+      queue.close();
+      return queue;
+    }
+    const queue = this.tails.subscribe(id, options.after ?? 0, options.maxQueued === undefined ? {} : { maxQueued: options.maxQueued });
+    if (signal !== undefined) {
+      const onAbort = (): void => queue.close();
+      signal.addEventListener('abort', onAbort, { once: true });
+      queue.closed.addEventListener('abort', () => signal.removeEventListener('abort', onAbort), { once: true });
+    }
     return queue;
   }
 
   /** Subscribers of a session's live events (for tests and the bench). */
   subscriberCount(sessionId: string): number {
-    return this.fanOut.count(sessionId);
+    return this.tails.count(sessionId);
+  }
+
+  /** Sessions whose live tail runs in this process (one each, whatever their subscribers; for tests and the bench). */
+  get tailCount(): number {
+    return this.tails.size;
   }
 
   /**
@@ -620,7 +587,7 @@ export class TurnService {
       return running.done;
     });
     await Promise.all(done);
-    await Promise.all([...this.streams].map((stream) => stream.drain().catch(() => undefined)));
+    await this.tails.close();
     for (const dispose of this.disposers.splice(0).reverse()) dispose();
   }
 
