@@ -1,6 +1,6 @@
 /**
  * `npm run bench` — runs every benchmark and writes bench/RESULTS.md; `npm run bench -- <name> …`
- * runs the named ones (bus, assembler, journal, stream, hotswap, memory, serve, startup, otel, reload, abort, redactor) and updates their
+ * runs the named ones (bus, assembler, journal, stream, hotswap, memory, serve, store, startup, otel, reload, abort, redactor) and updates their
  * sections (the other sections keep their last figures, each marked with when it was measured).
  *
  * Every figure is a ratio against a baseline measured in the same run, with the median of several
@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { BENCH_DIR, harnessVersions, peerVersions } from './peers.ts';
 import { markdownTable, printResult, targetRows, verdict, type BenchResult } from './support.ts';
 
-const BENCHES = ['bus', 'assembler', 'journal', 'stream', 'hotswap', 'memory', 'serve', 'startup', 'otel', 'reload', 'abort', 'redactor'] as const;
+const BENCHES = ['bus', 'assembler', 'journal', 'stream', 'hotswap', 'memory', 'serve', 'store', 'startup', 'otel', 'reload', 'abort', 'redactor'] as const;
 type BenchName = (typeof BENCHES)[number];
 
 interface Machine {
