@@ -193,6 +193,16 @@ export class TurnService {
     this.tails = new SessionTails({
       tail: (id, afterSeq, signal) => readJournal(tailSource(store, id, afterSeq, signal)),
       read: (id, afterSeq) => readJournal(storeSource(store, id, { fromSeq: afterSeq + 1 })),
+      // A session the store does not hold just ends its streams (see events); anything else is worth a warning.
+      failed: (id, error) => {
+        if (HarnessError.is(error) && error.code === 'JOURNAL_NOT_FOUND') return;
+        harness.kernel.bus.report({
+          level: 'warning',
+          code: 'SERVE_TAIL_FAILED',
+          message: `Session ${id}: following the store failed (${error instanceof Error ? error.message : String(error)}); its streams were closed, and clients reconnect with Last-Event-ID.`,
+          source: 'serve',
+        });
+      },
     });
     // Written batches, not appended events: a stream never shows what a crash could still lose.
     harness.kernel.bus.declare('session/written', 'emit');

@@ -160,6 +160,36 @@ describe('SSE fan-out on PostgreSQL', { timeout: 120_000 }, () => {
     expect(resumed).toEqual(events);
   });
 
+  it('a store tail that fails closes its streams (they reconnect) and says so as a SERVE_TAIL_FAILED warning; the next subscriber starts a new tail', async () => {
+    const turns = s.server.turns;
+    const { id } = await turns.createSession({ title: 'failing tail' });
+    const store = s.harness.store as unknown as { tail: (...args: unknown[]) => AsyncGenerator<readonly JournalLine[]> };
+    const tail = store.tail;
+    const diagnostics: { code: string; message: string }[] = [];
+    const remove = s.harness.kernel.bus.add('kernel/diagnostic', (d: { code: string; message: string }) => void diagnostics.push(d), { owner: 'test' });
+    store.tail = async function* () {
+      yield* [];
+      throw new Error('connection terminated unexpectedly');
+    };
+    try {
+      const events = turns.events(id);
+      const got: AnySessionEvent[] = [];
+      for await (const event of events) got.push(event);
+      expect(events.isClosed).toBe(true);
+      expect(diagnostics.filter((d) => d.code === 'SERVE_TAIL_FAILED')).toEqual([expect.objectContaining({ message: expect.stringContaining(`Session ${id}`) })]);
+      expect(turns.tailCount).toBe(0);
+    } finally {
+      store.tail = tail;
+      remove();
+    }
+    const again: AnySessionEvent[] = [];
+    for await (const event of turns.events(id)) {
+      again.push(event);
+      break;
+    }
+    expect(again.map((e) => e.type)).toEqual(['session/title']);
+  });
+
   it('GET /v1/sessions runs the same queries for 2 sessions as for 8 (no query per session)', async () => {
     const list = async (): Promise<string[]> => {
       queries.length = 0;
