@@ -208,6 +208,7 @@ export {
   canonicalJson,
   canonicalHash,
   requestHash,
+  RequestHasher,
   firstDifference,
   showValue,
   showDifference,

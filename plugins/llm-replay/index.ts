@@ -32,7 +32,7 @@ import {
   canonicalRequest,
   definePlugin,
   firstDifference,
-  requestHash,
+  RequestHasher,
   showDifference,
   HarnessError,
   importDshSession,
@@ -89,6 +89,8 @@ export class Cassette {
   private readonly aliases: Set<string>;
   private readonly onMismatch: ((diff: string) => void) | undefined;
   private requests = 0;
+  /** Per requesting session: its requests hashed in O(new messages) (see RequestHasher). */
+  private readonly hashers = new Map<string | undefined, RequestHasher>();
 
   constructor(events: Iterable<AnySessionEvent>, options: CassetteOptions = {}) {
     this.calls = recordedCalls(events);
@@ -134,6 +136,7 @@ export class Cassette {
     this.used.fill(false);
     this.mismatches.length = 0;
     this.requests = 0;
+    this.hashers.clear();
     this.index();
   }
 
@@ -199,6 +202,15 @@ export class Cassette {
     })();
   }
 
+  private hasherOf(sessionId: string | undefined): RequestHasher {
+    let hasher = this.hashers.get(sessionId);
+    if (hasher === undefined) {
+      hasher = new RequestHasher();
+      this.hashers.set(sessionId, hasher);
+    }
+    return hasher;
+  }
+
   private mismatch(diff: string): void {
     this.mismatches.push(diff);
     this.onMismatch?.(diff);
@@ -209,7 +221,7 @@ export class Cassette {
     // the provider and the replay state the seam drops for a route of another provider).
     if (call.request?.ok) {
       const alias = this.aliases.has(options.provider);
-      if (!alias && requestHash(options) === call.request.hash) return [];
+      if (!alias && this.hasherOf(options.sessionId).hash(options) === call.request.hash) return [];
       const recorded = alias ? withoutRoute(call.request.request) : call.request.request;
       const actual = alias ? withoutRoute(canonicalRequest(options)) : canonicalRequest(options);
       const found = firstDifference(recorded, actual, matchesRecorded);

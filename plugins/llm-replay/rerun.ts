@@ -49,7 +49,7 @@ import {
   readJournal,
   readJournalHeader,
   recordedCalls,
-  requestHash,
+  RequestHasher,
   showDifference,
   showValue,
   type AnySessionEvent,
@@ -246,6 +246,8 @@ interface Node {
   readonly results: Map<string, SessionEvent<'tool/result'>['data']>;
   readonly decisions: Map<string, SessionEvent<'approval/decided'>['data']>;
   readonly produced: AnySessionEvent[];
+  /** The session's requests hashed in O(new messages) each (a long session's history is not hashed again per call). */
+  readonly hasher: RequestHasher;
 }
 
 // Keyed by turn and call id: a model may reuse call ids from turn to turn.
@@ -258,7 +260,7 @@ function nodeFor(recording: Recording, label: string): Node {
     if (event.type === 'tool/result') results.set(key(event.data.turn, event.data.callId), event.data);
     else if (event.type === 'approval/decided') decisions.set(key(event.data.turn, event.data.callId), event.data);
   }
-  return { recording, label, calls: recordedCalls(recording.events), cursor: 0, results, decisions, produced: [] };
+  return { recording, label, calls: recordedCalls(recording.events), cursor: 0, results, decisions, produced: [], hasher: new RequestHasher() };
 }
 
 /** Every recording of the tree, the root first. */
@@ -360,7 +362,7 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
     }
     node.cursor++;
     served++;
-    const difference = compareRequest(call, request);
+    const difference = compareRequest(call, request, node.hasher);
     if (difference.kind === 'full') compared++;
     else comparedOnHeader++;
     if (difference.text !== undefined) {
@@ -494,6 +496,9 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
   const session = await harness.createSession({ cwd, id, parent: { sessionId: header.id, seq: 0 }, newId: () => `m${++counter}`, now: () => clock++ });
   const produced = root.produced;
   const turns: { turn: number; reason?: string; recorded?: string; same: boolean; calls: number }[] = [];
+  // Counted once: a filter of every call per turn would make a long recording's re-run quadratic.
+  const callsPerTurn = new Map<number, number>();
+  for (const call of calls) callsPerTurn.set(call.turn, (callsPerTurn.get(call.turn) ?? 0) + 1);
   try {
     for (const turnPlan of plans) {
       plan = turnPlan;
@@ -521,7 +526,7 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
         ...(reason ? { reason } : {}),
         ...(turnPlan.reason ? { recorded: turnPlan.reason } : {}),
         same,
-        calls: calls.filter((call) => call.turn === turnPlan.turn).length,
+        calls: callsPerTurn.get(turnPlan.turn) ?? 0,
       });
       if (!same) divergences.push(`turn ${turnPlan.turn} ended ${reason ?? '(no turn/end)'}; the recording says ${turnPlan.reason ?? '(no turn/end)'}`);
     }
@@ -607,10 +612,10 @@ function sameEnd(recorded: string | undefined, rerun: string | undefined): boole
 }
 
 /** How a request compares with its recorded call: on the whole canonical request, or on the header. */
-function compareRequest(call: RecordedCall, request: GenerateOptions): { kind: 'full' | 'header'; text?: string } {
+function compareRequest(call: RecordedCall, request: GenerateOptions, hasher: RequestHasher): { kind: 'full' | 'header'; text?: string } {
   const recorded = call.request;
   if (recorded?.ok) {
-    if (requestHash(request) === recorded.hash) return { kind: 'full' };
+    if (hasher.hash(request) === recorded.hash) return { kind: 'full' };
     const found = firstDifference(recorded.request, canonicalRequest(request), matchesRecorded);
     if (found === undefined) return { kind: 'full' };
     return { kind: 'full', text: `${found.path || '(request)'}: ${showDifference(found)}` };

@@ -164,6 +164,50 @@ export class RequestRecorder {
   }
 }
 
+/**
+ * {@link requestHash} of one conversation's successive requests, in O(messages added) per request:
+ * it remembers the previous request and continues its sha256 state (`Hash.copy()`) over the
+ * messages the new request keeps. The value is always exactly `requestHash(request)`: a kept
+ * message is one the previous request had at the same index, the very object and frozen (a frozen
+ * message's canonical form cannot have changed); from the first other message on, and after any
+ * change of config, system prompt or tools, it hashes again. A cassette compares each replayed
+ * request with its recording this way (a re-run of a long session would otherwise hash its whole
+ * history per call).
+ */
+export class RequestHasher {
+  private last:
+    | {
+        configJson: string;
+        system: string | null;
+        toolsJson: string;
+        messages: readonly Message[];
+        /** Every message before this index was frozen (and so still is). */
+        frozenUpTo: number;
+        hash: Hash;
+      }
+    | undefined;
+
+  /** sha256 (hex) of the canonical request, as {@link requestHash}. */
+  hash(request: GenerateOptions): string {
+    const configJson = canonicalJson(canonicalConfig(request));
+    const system = request.system ?? null;
+    const toolsJson = canonicalJson(canonicalRequest({ ...request, messages: [] }).tools);
+    const messages = request.messages;
+    const last = this.last;
+    const sameHeader = last !== undefined && last.configJson === configJson && last.system === system && last.toolsJson === toolsJson;
+    // Only frozen messages are trusted by pointer: another may have been changed in place.
+    const keep = sameHeader ? Math.min(sharedPrefixLength(last.messages, messages), last.frozenUpTo) : 0;
+    const continues = sameHeader && keep === last.messages.length;
+    const hash = continues ? last.hash.copy() : headerHash(configJson, system, toolsJson);
+    for (let i = continues ? keep : 0; i < messages.length; i++) hash.update(`\n${jsonOfMessage(messages[i]!)}`);
+    let frozenUpTo = keep;
+    while (frozenUpTo < messages.length && Object.isFrozen(messages[frozenUpTo])) frozenUpTo++;
+    // A list that is not frozen may change in place: the next comparison needs this one's items.
+    this.last = { configJson, system, toolsJson, messages: Object.isFrozen(messages) ? messages : messages.slice(), frozenUpTo, hash };
+    return hash.copy().digest('hex');
+  }
+}
+
 /** The surface's message with this id (the last one, should ids repeat); the added messages are near its end. */
 function journaledMessage(surface: readonly Message[], id: string): Message | undefined {
   for (let i = surface.length - 1; i >= 0; i--) if (surface[i]!.id === id) return surface[i];
