@@ -35,6 +35,7 @@ import { createDraft, finishDraft, produce, type Draft } from 'immer';
 import { HarnessError } from '../kernel/errors.ts';
 import { deepFreeze } from '../kernel/freeze.ts';
 import type { Message, TokenUsage } from '../llm/types.ts';
+import { noteAppended } from '../llm/prefix.ts';
 import type { AnySessionEvent, SessionEvent, SessionEventMap } from './events.ts';
 import { eventTypeRegistration, type EventReducer, type Surface } from './registry.ts';
 import type { PendingToolCall, SessionState } from './types.ts';
@@ -282,6 +283,8 @@ export class Folder implements Surface {
   private working: Message[] | undefined;
   /** Working messages from this index on may not be deep-frozen yet. */
   private freshFrom = 0;
+  /** The frozen surface the working one was copied from. */
+  private workingFrom: readonly Message[] | undefined;
   private pending: PendingCalls | undefined;
 
   constructor(init: SessionState) {
@@ -349,7 +352,8 @@ export class Folder implements Surface {
   // The draft never holds the surface (core reducers change it through this Surface; plugin
   // reducers run on a finished state), so the base's is the current one.
   private startWorking(): void {
-    this.working = [...this.base.messages];
+    this.workingFrom = this.base.messages;
+    this.working = [...this.workingFrom];
     this.freshFrom = this.working.length;
   }
 
@@ -357,11 +361,17 @@ export class Folder implements Surface {
   finish(): SessionState {
     if (this.draft !== undefined || this.working !== undefined || this.pending !== undefined) {
       const draft = this.draft ?? createDraft(this.base);
-      if (this.working !== undefined) draft.messages = freezeSurface(this.working, this.freshFrom) as never;
+      if (this.working !== undefined) {
+        const surface = freezeSurface(this.working, this.freshFrom);
+        // Only appended to: what compares it with the surface before reads only the new messages.
+        if (this.workingFrom !== undefined && this.freshFrom >= this.workingFrom.length) noteAppended(this.workingFrom, surface);
+        draft.messages = surface as never;
+      }
       if (this.pending !== undefined) draft.pendingToolCalls = this.pending.finish() as never;
       this.base = finishDraft(draft) as SessionState;
       this.draft = undefined;
       this.working = undefined;
+      this.workingFrom = undefined;
       this.pending = undefined;
     }
     return this.base;
