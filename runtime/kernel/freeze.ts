@@ -21,11 +21,15 @@ export type DeepReadonly<T> = T extends (...args: never[]) => unknown
 export function deepFreeze<T>(value: T): T {
   if (!isFreezable(value)) return value;
   const stack: object[] = [value as object];
-  const seen = new Set<object>();
+  // No visited set (one per call is most of a small message's freeze cost): an object is frozen
+  // when first taken off the stack and a frozen one is never pushed or walked again, so a cycle or
+  // a shared child ends there. The root alone is walked even when frozen (a frozen shell may hold
+  // unfrozen children).
+  let root = true;
   while (stack.length > 0) {
     const current = stack.pop()!;
-    if (seen.has(current)) continue;
-    seen.add(current);
+    if (root) root = false;
+    else if (Object.isFrozen(current)) continue;
     if (Array.isArray(current)) {
       for (let i = 0; i < current.length; i++) {
         const item: unknown = current[i];
