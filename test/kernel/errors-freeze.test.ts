@@ -198,6 +198,19 @@ describe('deepFreeze', () => {
     expect(Object.isFrozen(list)).toBe(true);
   });
 
+  it('walks a frozen root (a frozen shell over unfrozen data, e.g. Object.freeze({ ...message })) but not a frozen child', () => {
+    const inner = { deep: { x: 1 } };
+    const root = Object.freeze({ inner, again: inner });
+    deepFreeze(root);
+    expect(Object.isFrozen(inner)).toBe(true);
+    expect(Object.isFrozen(inner.deep)).toBe(true);
+    const shallow = { y: 1 };
+    const frozenChild = Object.freeze({ shallow });
+    deepFreeze({ frozenChild });
+    // An already frozen object is taken as frozen deeply (all the runtime freezes, it freezes deeply).
+    expect(Object.isFrozen(shallow)).toBe(false);
+  });
+
   it('leaves an AbortSignal, class instances, Maps and typed arrays unfrozen, and does not descend into them', () => {
     class Client {
       config = { retries: 0 };
