@@ -165,7 +165,8 @@ interface ToolSlot {
   block: number;
   id: string;
   name: string;
-  args: string;
+  /** Some arguments came (the assembler keeps the text; here only "none at all" matters, for the `{}` default). */
+  hasArgs: boolean;
 }
 
 /** block-end of a refusal block: its only attribute (the deltas were the text). */
@@ -182,7 +183,6 @@ export class ChatStreamState implements StreamParser<ChatEvent> {
   private nextBlock = 0;
   private flow = FLOW_NONE;
   private flowBlock = -1;
-  private flowText = '';
   private readonly entries: (ChatReasoningEntry | null)[] = [];
   private readonly tools: ToolSlot[] = [];
   private readonly toolsByIndex = new Map<number, ToolSlot>();
@@ -235,7 +235,6 @@ export class ChatStreamState implements StreamParser<ChatEvent> {
       const index = this.nextBlock++;
       this.flow = kind;
       this.flowBlock = index;
-      this.flowText = '';
       if (kind === FLOW_REASONING) {
         this.entries[index] = { field: field! };
       } else {
@@ -244,7 +243,6 @@ export class ChatStreamState implements StreamParser<ChatEvent> {
       }
       this.out.push({ type: 'block-start', index, blockType: kind === FLOW_REASONING ? 'reasoning' : 'text' });
     }
-    this.flowText += text;
     this.out.push(kind === FLOW_REASONING ? { type: 'reasoning-delta', index: this.flowBlock, text } : { type: 'text-delta', index: this.flowBlock, text });
   }
 
@@ -254,7 +252,6 @@ export class ChatStreamState implements StreamParser<ChatEvent> {
     this.out.push(this.flow === FLOW_REFUSAL ? { type: 'block-end', index: this.flowBlock, block: REFUSAL_ATTRIBUTES } : { type: 'block-end', index: this.flowBlock });
     this.flow = FLOW_NONE;
     this.flowBlock = -1;
-    this.flowText = '';
   }
 
   private toolDelta(call: ChatToolDelta): void {
@@ -273,7 +270,7 @@ export class ChatStreamState implements StreamParser<ChatEvent> {
     if (slot === undefined) {
       this.closeFlow();
       const index = this.nextBlock++;
-      slot = { block: index, id: id ?? '', name: name ?? '', args: '' };
+      slot = { block: index, id: id ?? '', name: name ?? '', hasArgs: false };
       this.tools.push(slot);
       this.entries[index] = null;
       if (typeof call.index === 'number') this.toolsByIndex.set(call.index, slot);
@@ -298,7 +295,7 @@ export class ChatStreamState implements StreamParser<ChatEvent> {
     this.lastTool = slot;
     const args = fn?.arguments;
     if (typeof args === 'string' && args.length > 0) {
-      slot.args += args;
+      slot.hasArgs = true;
       this.out.push({ type: 'tool-call-delta', index: slot.block, arguments: args });
     }
   }
@@ -326,8 +323,8 @@ export class ChatStreamState implements StreamParser<ChatEvent> {
           tool.id = syntheticCallId();
           this.out.push({ type: 'tool-call-delta', index: tool.block, id: tool.id });
         }
-        if (tool.args === '') {
-          tool.args = '{}';
+        if (!tool.hasArgs) {
+          tool.hasArgs = true;
           this.out.push({ type: 'tool-call-delta', index: tool.block, arguments: '{}' });
         }
         this.out.push({ type: 'block-end', index: tool.block });
