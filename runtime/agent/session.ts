@@ -101,6 +101,8 @@ export interface TurnResult {
 
 /** Trace contexts refused per harness (its bus): the count the `INVALID_TRACE_CONTEXT` warning carries. */
 const ignoredTraceContexts = new WeakMap<HookBus, number>();
+/** parseToolCall lists the known tools only for an unknown one. */
+const NO_TOOL_IDS: readonly string[] = Object.freeze([]);
 
 type StepEnd = { readonly reason: 'continue' } | { readonly reason: Exclude<TurnEndReason, 'interrupted'>; readonly failure?: LlmFailure };
 
@@ -255,6 +257,19 @@ export class AgentSession {
     const event = await this.journal.append(type, data, options);
     this.channel?.push(event as AnySessionEvent);
     return event;
+  }
+
+  /** `append` without a promise when the journal took the event at once (no `session/event` sink to wait for). */
+  private appendNow<T extends SessionEventType>(type: T, data: SessionEventMap[T]): SessionEvent<T> | Promise<SessionEvent<T>> {
+    const appended = this.journal.append(type, data);
+    if (appended instanceof Promise) {
+      return appended.then((event) => {
+        this.channel?.push(event as AnySessionEvent);
+        return event;
+      });
+    }
+    this.channel?.push(appended as AnySessionEvent);
+    return appended;
   }
 
   private async runTurn(input: RunInput, options: RunOptions & { signal: AbortSignal }): Promise<void> {
@@ -469,16 +484,24 @@ export class AgentSession {
   private async runToolCalls(turn: number, step: number, calls: readonly ToolCallBlock[], options: RunOptions & { signal: AbortSignal }): Promise<void> {
     const { tools, bus } = this.options;
     const signal = options.signal;
-    for (const call of calls) await this.append('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments });
-    const outcomes: Promise<ToolOutcome>[] = [];
+    // The per-call records are appended without an await each when the journal takes them at once
+    // (an async hop per record was ~1 KB of promises per tool call).
     for (const call of calls) {
-      const parsed = parseToolCall(tools.get(call.name), call.name, call.arguments, tools.ids());
+      const appended = this.appendNow('tool/call', { turn, step, callId: call.id, name: call.name, arguments: call.arguments });
+      if (appended instanceof Promise) await appended;
+    }
+    // A call that does not run has its outcome at once: no promise for it.
+    const outcomes: (ToolOutcome | Promise<ToolOutcome>)[] = [];
+    for (const call of calls) {
+      const tool = tools.get(call.name);
+      // The known names are listed only in an unknown tool's error (an array per call otherwise).
+      const parsed = parseToolCall(tool, call.name, call.arguments, tool === undefined ? tools.ids() : NO_TOOL_IDS);
       if (!parsed.ok) {
-        outcomes.push(Promise.resolve(parsed.outcome));
+        outcomes.push(parsed.outcome);
         continue;
       }
       if (signal.aborted) {
-        outcomes.push(Promise.resolve(errorOutcome('ABORTED', 'The turn was aborted before this tool call ran.')));
+        outcomes.push(errorOutcome('ABORTED', 'The turn was aborted before this tool call ran.'));
         continue;
       }
       const request: ApprovalRequest = {
@@ -495,11 +518,11 @@ export class AgentSession {
       const answer = await decide(options.approve, request);
       await this.append('approval/decided', { turn, step, callId: call.id, decision: answer.decision, decidedBy: answer.decidedBy, ...(answer.reason ? { reason: answer.reason } : {}) });
       if (answer.decision !== 'allow') {
-        outcomes.push(Promise.resolve(errorOutcome('DENIED', `This tool call was denied (${answer.decidedBy}${answer.reason ? `: ${answer.reason}` : ''}); it did not run.`)));
+        outcomes.push(errorOutcome('DENIED', `This tool call was denied (${answer.decidedBy}${answer.reason ? `: ${answer.reason}` : ''}); it did not run.`));
         continue;
       }
       if (signal.aborted) {
-        outcomes.push(Promise.resolve(errorOutcome('ABORTED', 'The turn was aborted before this tool call ran.')));
+        outcomes.push(errorOutcome('ABORTED', 'The turn was aborted before this tool call ran.'));
         continue;
       }
       await this.append('tool/start', { turn, step, callId: call.id });
@@ -508,10 +531,12 @@ export class AgentSession {
     }
     // Results enter the history in call order, each as soon as it and those before it are done.
     for (let i = 0; i < calls.length; i++) {
-      const outcome = await outcomes[i]!;
+      const pending = outcomes[i]!;
+      const outcome = pending instanceof Promise ? await pending : pending;
       const call = calls[i]!;
       const message = createToolResultMessage({ ...this.idOption(), callId: call.id, content: outcome.content, isError: outcome.isError });
-      await this.append('tool/result', { turn, step, callId: call.id, message, durationMs: outcome.durationMs, ...(outcome.code ? { code: outcome.code } : {}) });
+      const appended = this.appendNow('tool/result', { turn, step, callId: call.id, message, durationMs: outcome.durationMs, ...(outcome.code ? { code: outcome.code } : {}) });
+      if (appended instanceof Promise) await appended;
     }
   }
 
