@@ -136,12 +136,24 @@ async function transcript(harness: Harness, path: string, options: ReplayOptions
  */
 class ChildTranscripts {
   private readonly printed = new Set<string>();
+  /** Children by the call that spawned them and by id: a parent event looks up its own, not every child (a session with many subagents). */
+  private readonly byCallId = new Map<string, ChildTranscripts['children'][number][]>();
+  private readonly byId = new Map<string, ChildTranscripts['children'][number]>();
 
   private constructor(
-    private readonly children: readonly { header: SessionHeader; turns: Map<number, AnySessionEvent[]>; nested: ChildTranscripts }[],
+    private readonly children: readonly { header: SessionHeader; turns: Map<number, AnySessionEvent[]>; lastTurn: number; nested: ChildTranscripts }[],
     private readonly io: Io,
     private readonly indent: string,
-  ) {}
+  ) {
+    for (const child of children) {
+      if (!this.byId.has(child.header.id)) this.byId.set(child.header.id, child);
+      const callId = child.header.parentSession?.callId;
+      if (callId === undefined) continue;
+      const list = this.byCallId.get(callId);
+      if (list === undefined) this.byCallId.set(callId, [child]);
+      else list.push(child);
+    }
+  }
 
   /** The children are found and read through the harness's store (any store, not only journal files). */
   static async of(parentId: string, harness: Harness, io: Io, indent: string): Promise<ChildTranscripts> {
@@ -156,7 +168,7 @@ class ChildTranscripts {
         list.push(event);
         turns.set(turn, list);
       }
-      children.push({ header: await sessionHeader(harness, ref), turns, nested: await ChildTranscripts.of(summary.id, harness, io, `${indent}      `) });
+      children.push({ header: await sessionHeader(harness, ref), turns, lastTurn: Math.max(...turns.keys()), nested: await ChildTranscripts.of(summary.id, harness, io, `${indent}      `) });
     }
     return new ChildTranscripts(children, io, indent);
   }
@@ -164,14 +176,14 @@ class ChildTranscripts {
   /** Before a parent event: a tool result whose call spawned a child not shown yet shows the child first. */
   before(event: AnySessionEvent): void {
     if (event.type !== 'tool/result') return;
-    for (const child of this.children) if (child.header.parentSession?.callId === event.data.callId) for (const turn of child.turns.keys()) this.print(child, turn);
+    for (const child of this.byCallId.get(event.data.callId) ?? []) for (const turn of child.turns.keys()) this.print(child, turn);
   }
 
   /** After a parent event: `subagent/end` shows the child turn it names. */
   after(event: AnySessionEvent): void {
     if ((event.type as string) !== 'subagent/end') return;
     const data = event.data as unknown as { childSessionId?: unknown; childTurn?: unknown };
-    const child = this.children.find((c) => c.header.id === data.childSessionId);
+    const child = typeof data.childSessionId === 'string' ? this.byId.get(data.childSessionId) : undefined;
     if (child !== undefined && typeof data.childTurn === 'number') this.print(child, data.childTurn);
   }
 
@@ -205,7 +217,7 @@ class ChildTranscripts {
       printer.event(event);
       child.nested.after(event);
     }
-    if (turn === Math.max(...child.turns.keys())) child.nested.rest();
+    if (turn === child.lastTurn) child.nested.rest();
   }
 }
 
