@@ -286,9 +286,25 @@ export class SnapshotReader {
     if (config === undefined || tools === undefined || system === undefined) problem ??= 'an earlier snapshot with its config, system and tools is missing';
     this.previous = { ...(config ? { config } : {}), ...(system !== undefined ? { system } : {}), ...(tools ? { tools } : {}), messages };
     if (problem !== undefined) return { ok: false, hash: data.hash, problem, seq: event.seq };
-    const request: CanonicalRequest = { config: config!, ...(system === null || system === undefined ? {} : { system }), tools: tools!, messages: messages.map(canonicalMessage) };
+    const request: CanonicalRequest = { config: config!, ...(system === null || system === undefined ? {} : { system }), tools: tools!, messages: messages.map(sharedCanonicalMessage) };
     return { ok: true, hash: data.hash, request, seq: event.seq };
   }
+}
+
+/**
+ * One canonical form per message object for every rebuilt request that holds it: each snapshot's
+ * request lists the whole history, and a new object per message per snapshot made a 2,000-turn
+ * journal's recorded calls hold ~4 million of them (~200 MB).
+ */
+const canonicalOf = new WeakMap<Message, CanonicalMessage>();
+
+function sharedCanonicalMessage(message: Message): CanonicalMessage {
+  let canonical = canonicalOf.get(message);
+  if (canonical === undefined) {
+    canonical = Object.freeze(canonicalMessage(message));
+    canonicalOf.set(message, canonical);
+  }
+  return canonical;
 }
 
 function withoutReplayState(message: Message): Message {

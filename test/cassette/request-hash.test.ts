@@ -8,7 +8,20 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { runCassette, type CassetteReport } from '../../plugins/llm-replay/index.ts';
-import { createHarness, createUserMessage, definePlugin, requestHash, RequestHasher, type GenerateOptions, type HarnessConfig, type Message, type PluginSpec } from '../../runtime/index.ts';
+import {
+  createHarness,
+  createUserMessage,
+  definePlugin,
+  readJournal,
+  recordedCalls,
+  requestHash,
+  RequestHasher,
+  type AnySessionEvent,
+  type GenerateOptions,
+  type HarnessConfig,
+  type Message,
+  type PluginSpec,
+} from '../../runtime/index.ts';
 import { deepFreeze } from '../../runtime/internal.ts';
 import { plugin, root, tempDir } from '../agent/support.ts';
 
@@ -75,6 +88,20 @@ describe('a change in an early message is still a divergence', () => {
 
   it('the same run unchanged is the same (the hash continues across calls)', { timeout: 120_000 }, async () => {
     expectSame(await runCassette(shortRecording, { config: config(), baseDir: root }));
+  });
+});
+
+describe('recorded requests', () => {
+  it('share one canonical form per message across the calls that hold it (not a copy per call)', async () => {
+    const events: AnySessionEvent[] = [];
+    for await (const event of readJournal(shortRecording)) events.push(event);
+    const calls = recordedCalls(events);
+    expect(calls).toHaveLength(30);
+    const requests = calls.map((call) => (call.request?.ok ? call.request.request : undefined));
+    expect(requests[29]!.messages).toHaveLength(59);
+    expect(requests[29]!.messages[0]).toEqual({ role: 'user', content: [{ type: 'text', text: 'question 1: what next?' }] });
+    for (let i = 1; i < 30; i++) expect(requests[i]!.messages[0]).toBe(requests[i - 1]!.messages[0]);
+    expect(requests[29]!.messages[55]).toBe(requests[28]!.messages[55]); // a model reply, with its replay state
   });
 });
 
