@@ -9,8 +9,15 @@
  * transaction under a transaction-scoped advisory lock (two workers starting at once migrate
  * once; the second sees the new version).
  */
-import type pg from 'pg';
 import { HarnessError } from '../../runtime/index.ts';
+
+/**
+ * What the migration needs of a connection; `pg`'s `Client` and `PoolClient` fit it. Structural so the
+ * published .d.ts does not import `pg`, whose types (`@types/pg`) a user's install does not have.
+ */
+export interface MigrationClient {
+  query<Row extends Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: Row[] }>;
+}
 
 /** The schema version this code reads and writes. */
 export const SCHEMA_VERSION = 1;
@@ -43,7 +50,7 @@ const MIGRATIONS: readonly string[] = [
  * @throws HarnessError `STORE_SCHEMA_TOO_NEW` when the database was migrated by newer code
  *   (details `version`, `supported`); nothing is changed then.
  */
-export async function migrate(client: pg.ClientBase, location: string): Promise<{ from: number; to: number }> {
+export async function migrate(client: MigrationClient, location: string): Promise<{ from: number; to: number }> {
   await client.query('BEGIN');
   try {
     await client.query('SELECT pg_advisory_xact_lock($1::bigint)', [MIGRATION_LOCK_KEY]);

@@ -88,7 +88,7 @@ console.log(answer);
     expect(result.stdout.trim()).toBe('The sum is 42.');
   });
 
-  it("tsc (strict, NodeNext) type-checks a consumer plugin against the shipped .d.ts, none of Harness's sources", () => {
+  it("tsc (strict, NodeNext, no skipLibCheck) type-checks a consumer plugin and a config importing every entry against the shipped .d.ts, none of Harness's sources", () => {
     mkdirSync(join(project, 'plugins'), { recursive: true });
     writeFileSync(
       join(project, 'plugins/stream-logger.ts'),
@@ -140,15 +140,32 @@ export default definePlugin({
       join(project, 'plugins/wrong.ts'),
       `import { definePlugin } from 'harness-runtime';\nimport './stream-logger.js';\nexport default definePlugin({ name: 'wrong', setup(ctx) { ctx.emit('stream-logger/call', { model: 1 }); } });\n`,
     );
+    // A config importing every public entry: each entry's .d.ts, and what they import, must type-check
+    // with only the package's own dependencies installed (e.g. no `@types/pg` for journal-postgres).
+    writeFileSync(
+      join(project, 'harness.config.ts'),
+      `import { defineConfig } from 'harness-runtime';
+import { defaultPlugins, DEFAULT_DEFAULTS } from 'harness-runtime/stack';
+import { createTestHarness, runTurn } from 'harness-runtime/testing';
+import journalPostgres, { openPostgresStore, SCHEMA_VERSION } from 'harness-runtime/plugins/journal-postgres';
+import llmOpenAI from 'harness-runtime/plugins/llm-openai';
+
+void [createTestHarness, runTurn, openPostgresStore, SCHEMA_VERSION, journalPostgres, llmOpenAI];
+export default defineConfig({ defaults: DEFAULT_DEFAULTS, plugins: [...defaultPlugins({ compaction: false }), { module: './plugins/stream-logger.ts' }] });
+`,
+    );
     // No skipLibCheck for the consumer: the shipped .d.ts must type-check too. The negative check skips them (time).
     const tsconfig = (files: string[], skipLibCheck = false) =>
       JSON.stringify({ compilerOptions: { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck, types: ['node'] }, files });
-    writeFileSync(join(project, 'tsconfig.json'), tsconfig(['plugins/stream-logger.ts']));
+    writeFileSync(join(project, 'tsconfig.json'), tsconfig(['plugins/stream-logger.ts', 'harness.config.ts']));
     const tsc = join(project, 'node_modules/typescript/bin/tsc');
     // --listFiles type-checks too (a type error fails `run`) and names every file the program read.
     const listed = run(process.execPath, [tsc, '--noEmit', '-p', '.', '--listFiles'], project).stdout.split('\n').filter(Boolean);
     const fromPackage = listed.filter((file) => file.includes('/node_modules/harness-runtime/'));
     expect(fromPackage).toContain(join(project, 'node_modules/harness-runtime/dist/runtime/index.d.ts'));
+    for (const entry of ['stack/index.d.ts', 'testing/index.d.ts', 'plugins/journal-postgres/schema.d.ts']) {
+      expect(fromPackage).toContain(join(project, 'node_modules/harness-runtime/dist', entry));
+    }
     expect(fromPackage.filter((file) => !file.endsWith('.d.ts'))).toEqual([]);
 
     writeFileSync(join(project, 'tsconfig.wrong.json'), tsconfig(['plugins/wrong.ts'], true));
