@@ -83,12 +83,45 @@ export interface Io {
 }
 
 export function processIo(): Io {
-  maskSecretsIn(process.stdout);
-  maskSecretsIn(process.stderr);
+  for (const stream of [process.stdout, process.stderr]) {
+    maskSecretsIn(stream);
+    saneSizeOf(stream);
+  }
   return { out: process.stdout, err: process.stderr, c: pc, interactive: process.stdout.isTTY === true };
 }
 
 const MASKED = Symbol.for('harness.cli.masked-stream');
+const SIZED = Symbol.for('harness.cli.sane-size-stream');
+
+/** What a terminal that reports no size (0 × 0: `stty cols 0`, `script` without a window) is taken as. */
+export const DEFAULT_COLUMNS = 80;
+export const DEFAULT_ROWS = 24;
+
+/**
+ * A terminal's `columns` / `rows` read as 80 × 24 while it reports 0 (or nothing): everything that
+ * divides by the width (the spinner counts a line as ⌈width ÷ columns⌉ rows to erase) would otherwise
+ * get Infinity — the spinner then erased upwards forever in one synchronous loop, and the SIGTERM
+ * handler never ran. Node sets both on a resize (SIGWINCH) through the setters; a real size shows.
+ */
+function saneSizeOf(stream: NodeJS.WriteStream): void {
+  const holder = stream as NodeJS.WriteStream & { [SIZED]?: true };
+  if (holder[SIZED] || !stream.isTTY) return;
+  holder[SIZED] = true;
+  for (const [key, fallback] of [
+    ['columns', DEFAULT_COLUMNS],
+    ['rows', DEFAULT_ROWS],
+  ] as const) {
+    let reported: unknown = stream[key];
+    Object.defineProperty(stream, key, {
+      configurable: true,
+      enumerable: true,
+      get: () => (typeof reported === 'number' && reported > 0 ? reported : fallback),
+      set: (value: unknown) => {
+        reported = value;
+      },
+    });
+  }
+}
 
 /**
  * Every write to `stream` goes through the secret redactor (known API keys, vault values): the one

@@ -48,6 +48,11 @@ export class Terminal {
     throw new Error(`timed out waiting for ${what}; the screen was:\n${screen}`);
   }
 
+  /** Appends everything the program writes to the terminal from now on, escapes and all, to `file`. */
+  record(file: string): void {
+    execFileSync('tmux', ['-L', this.socket, 'pipe-pane', '-o', '-t', 'main', `cat >> '${file}'`]);
+  }
+
   close(): void {
     spawnSync('tmux', ['-L', this.socket, 'kill-server'], { stdio: 'ignore' });
   }
