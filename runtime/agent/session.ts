@@ -14,7 +14,7 @@ import { HarnessError, getErrorInfo } from '../kernel/errors.ts';
 import { secrets } from '../kernel/secrets.ts';
 import { BlockAssembler } from '../llm/assembler.ts';
 import { callConfigEquals, markAgentLoopRequest, type RetryPolicyConfig } from '../llm/call-config.ts';
-import { failureOf, isProgrammingError, llmFailure, pluginFailure } from '../llm/errors.ts';
+import { failureOf, llmFailure, pluginFailure } from '../llm/errors.ts';
 import { createAssistantMessage, createToolResultMessage, createUserMessage, messageText } from '../llm/message.ts';
 import type { LlmService, PreparedCall } from '../llm/service.ts';
 import {
@@ -434,9 +434,11 @@ export class AgentSession {
         })();
       },
       (error) => {
-        // A middleware's bug (not a veto: those are HarnessErrors and end the turn as before) is the
-        // call's terminal finish{error, PLUGIN_ERROR}, journaled like any finish; it is not retried.
-        if (HarnessError.is(error) || !isProgrammingError(error)) throw error;
+        // A middleware's throw (not a veto: those are HarnessErrors and end the turn as before; not an
+        // abort) is the call's terminal finish{error, PLUGIN_ERROR}, journaled like any finish; it is
+        // not retried. Any error, not only a TypeError: the adapter's own failures never get here (the
+        // boundary turns them into a finish chunk), so what is thrown here was thrown by a middleware.
+        if (HarnessError.is(error) || signal.aborted) throw error;
         return middlewareFailureChunk(error, this.options.bus);
       },
     );
@@ -682,7 +684,7 @@ function addUsage(total: TokenUsage, usage: TokenUsage): TokenUsage {
  * The finish of a call whose `llm/stream` middleware threw a programming error. The plugin is named
  * when one plugin has middleware on the hook; otherwise the candidates are listed.
  */
-function middlewareFailureChunk(error: Error, bus: HookBus): StreamChunk {
+function middlewareFailureChunk(error: unknown, bus: HookBus): StreamChunk {
   const owners = [...new Set(bus.describe().find((hook) => hook.name === 'llm/stream')?.owners ?? [])];
   const failure =
     owners.length === 1
