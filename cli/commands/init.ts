@@ -1,8 +1,11 @@
 /**
  * `harness init [dir]`: scaffolds a project that builds on harness-runtime — package.json (the
- * dependency, `npm test`, `npm run dev`), a harness.config.ts that starts from the built-in stack and
- * adds the project's own plugin, that plugin (one zod-typed tool), and an offline test of it
- * (node:test with `harness-runtime/testing`). Existing files are never overwritten.
+ * dependency, `npm test`, `npm start`, `npm run dev`, `npm run typecheck`), a harness.config.ts that
+ * starts from the built-in stack and adds the project's own plugin, that plugin (one zod-typed tool),
+ * a script for the offline scripted model that calls the tool (`npm start` runs it), and an offline
+ * test of the plugin on that script (node:test with `harness-runtime/testing`). Existing files are
+ * never overwritten. harness-runtime is not on the npm registry: the next steps say to install it
+ * from a tarball or a folder.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join, relative, resolve } from 'node:path';
@@ -19,10 +22,12 @@ export function scaffold(name: string, version: string): Record<string, string> 
     scripts: {
       test: 'node --import tsx --test test/*.test.ts',
       dev: 'harness dev',
-      start: 'harness run "Count the words of: the quick brown fox"',
+      // The scripted model `word-counter` (model-scripts/word-counter.ts) calls the plugin's tool: offline, no key.
+      start: 'harness run -m word-counter "Count the words of: the quick brown fox"',
+      typecheck: 'tsc',
     },
     dependencies: { 'harness-runtime': `^${version}` },
-    devDependencies: { tsx: '^4.23.15' },
+    devDependencies: { '@types/node': '^20.19.43', tsx: '^4.23.15', typescript: '^5.9.3' },
   };
   return {
     'package.json': `${JSON.stringify(packageJson, null, 2)}\n`,
@@ -37,6 +42,8 @@ export default defineConfig({
   defaults: DEFAULT_DEFAULTS,
   plugins: [
     ...defaultPlugins({
+      // The scripted model also answers as \`word-counter\`, the script that \`npm start\` runs.
+      scripted: { scripts: { 'word-counter': './model-scripts/word-counter.ts' } },
       // Change one plugin of the stack by naming it, e.g. approvals: { default: 'allow-all' },
       // leave one out with false, or add an OpenAI-compatible server as one entry:
       // providers: { ollama: { api: 'chat', baseURL: 'http://127.0.0.1:11434/v1', apiKeyEnv: false, allowUnknownModels: true } },
@@ -67,21 +74,30 @@ export default definePlugin({
   },
 });
 `,
-    'test/word-count.test.ts': `// The plugin's test: offline, on the scripted model (no key, no network).
+    'model-scripts/word-counter.ts': `// The offline scripted model \`word-counter\` (named in harness.config.ts; \`npm start\` runs it): step 1
+// calls word_count on the text after the prompt's first colon, step 2 answers with what it returned.
+// A script decides from the conversation alone, so a run is deterministic and replays exactly.
+import type { ScriptContext, ScriptReply } from 'harness-runtime/testing';
+
+export default function wordCounter(context: ScriptContext): ScriptReply {
+  if (context.step === 1) return { toolCalls: [{ name: 'word_count', arguments: { text: context.prompt.slice(context.prompt.indexOf(':') + 1).trim() } }] };
+  return { text: \`It has \${context.toolResults[0]?.text ?? 'no count'}.\` };
+}
+`,
+    'test/word-count.test.ts': `// The plugin's test: offline, on the script of \`npm start\` (no key, no network).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createTestHarness, runTurn } from 'harness-runtime/testing';
+import wordCounter from '../model-scripts/word-counter.ts';
 import wordCount from '../plugins/word-count.ts';
 
 test('the model calls word_count and answers with its result', async () => {
   const harness = await createTestHarness({
-    // Step 1: call the tool; step 2: answer with what it returned.
-    script: (context) =>
-      context.step === 1 ? { toolCalls: [{ name: 'word_count', arguments: { text: 'the quick brown fox' } }] } : { text: \`It has \${context.toolResults[0]?.text}.\` },
+    script: wordCounter,
     plugins: [{ plugin: wordCount, config: { maxWords: 100 } }],
   });
   try {
-    const turn = await runTurn(harness, 'How many words?');
+    const turn = await runTurn(harness, 'Count the words of: the quick brown fox');
     assert.equal(turn.end.reason, 'completed');
     assert.deepEqual(turn.toolCalls, [{ name: 'word_count', arguments: '{"text":"the quick brown fox"}' }]);
     assert.equal(turn.text, 'It has 4 words.');
@@ -90,7 +106,7 @@ test('the model calls word_count and answers with its result', async () => {
   }
 });
 `,
-    'tsconfig.json': `${JSON.stringify({ compilerOptions: { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, allowImportingTsExtensions: true, verbatimModuleSyntax: true, skipLibCheck: true, types: ['node'] }, include: ['harness.config.ts', 'plugins', 'test'] }, null, 2)}\n`,
+    'tsconfig.json': `${JSON.stringify({ compilerOptions: { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, allowImportingTsExtensions: true, verbatimModuleSyntax: true, skipLibCheck: true, types: ['node'] }, include: ['harness.config.ts', 'plugins', 'model-scripts', 'test'] }, null, 2)}\n`,
     '.gitignore': 'node_modules/\n',
   };
 }
@@ -125,8 +141,11 @@ export async function initCommand(dir: string | undefined, io: Io): Promise<numb
       '',
       'Next:',
       ...(where === '.' ? [] : [`  cd ${shellQuote(where)}`]),
-      '  npm install          # harness-runtime and tsx',
+      // Not on the npm registry: installing the tarball (or folder) also writes it into package.json and installs the rest.
+      '  npm install <harness-runtime .tgz or folder>  # not on the npm registry: `npm pack` in a Harness checkout makes the .tgz',
       "  npm test             # the plugin's offline test",
+      "  npm start            # a run on the offline scripted model that calls the plugin's tool",
+      '  npm run typecheck    # tsc over the config, the plugin, the script and the test',
       '  npx harness dev      # chat with hot reload: save plugins/word-count.ts and it reloads',
       '',
     ].join('\n'),

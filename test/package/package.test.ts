@@ -5,7 +5,7 @@
  * config, `harness init`'s scaffold and its own test — and the tarball's file list.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -205,13 +205,28 @@ export default defineConfig({ defaults: DEFAULT_DEFAULTS, plugins: [...defaultPl
     }
   });
 
-  it('harness init <dir> scaffolds a project whose own test passes offline', () => {
+  it('harness init <dir> scaffolds a project whose own test passes offline, whose npm start calls its tool, and which type-checks', () => {
     const dir = join(root, 'my-agent');
-    run(join(project, 'node_modules/.bin/harness'), ['init', dir], root, { HARNESS_HOME: join(root, 'home') });
+    const made = run(join(project, 'node_modules/.bin/harness'), ['init', dir], root, { HARNESS_HOME: join(root, 'home'), NO_COLOR: '1' });
+    // harness-runtime is not on the registry: the next steps install it from a tarball or a folder, as done here.
+    expect(made.stdout).toContain('npm install <harness-runtime .tgz or folder>');
     install(dir, tarball);
     const result = run('npm', ['test'], dir);
     expect(`${result.stdout}${result.stderr}`).toMatch(/# pass 1\b/);
     expect(`${result.stdout}${result.stderr}`).toMatch(/# fail 0\b/);
+    // `npm start`: the scaffold's scripted model calls its own tool and answers with the count.
+    const home = join(root, 'home-init');
+    const start = run('npm', ['start'], dir, { HARNESS_HOME: home, NO_COLOR: '1' });
+    expect(start.stdout).toContain('It has 4 words.');
+    const journal = readFileSync(join(home, 'sessions', readdirSync(join(home, 'sessions')).find((name) => name.endsWith('.jsonl'))!), 'utf8');
+    const calls = journal
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { type: string; data: { name?: string; arguments?: string } })
+      .filter((event) => event.type === 'tool/call');
+    expect(calls.map((event) => [event.data.name, event.data.arguments])).toEqual([['word_count', '{"text":"the quick brown fox"}']]);
+    // Its tsconfig's `types: ["node"]` and `tsc` come from its own devDependencies.
+    run('npm', ['run', 'typecheck'], dir);
   });
 
   it('the tarball holds dist/, bin/, README, LICENSE and package.json only', () => {
