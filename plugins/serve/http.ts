@@ -13,7 +13,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { HarnessError, type AnySessionEvent } from '../../runtime/index.ts';
+import { closestName, HarnessError, type AnySessionEvent } from '../../runtime/index.ts';
 import type { TurnQueue } from './queue.ts';
 import { addViewerRoutes, isViewerUrl } from './viewer.ts';
 import type { TurnService } from './turns.ts';
@@ -71,6 +71,25 @@ const FASTIFY_CODES: Readonly<Record<string, string>> = {
   FST_ERR_VALIDATION: 'INVALID_REQUEST',
 };
 
+/**
+ * A validation error for a key the schema does not name, said with the key and, when one is close,
+ * the key meant: `body has an unknown key "promt" (did you mean "prompt"?)`. Undefined for any other error.
+ */
+function unknownKeyMessage(error: FastifyError, schema: unknown): string | undefined {
+  const first = error.validation?.[0] as { keyword?: string; instancePath?: string; params?: { additionalProperty?: unknown } } | undefined;
+  const key = first?.params?.additionalProperty;
+  if (first?.keyword !== 'additionalProperties' || typeof key !== 'string') return undefined;
+  const context = (error as { validationContext?: string }).validationContext ?? 'body';
+  // The object the key was found in: the schema of the request part, walked down the instance path.
+  let node = (schema as Record<string, unknown> | undefined)?.[context] as { properties?: Record<string, unknown> } | undefined;
+  const path = (first.instancePath ?? '').split('/').filter(Boolean);
+  for (const segment of path) node = node?.properties?.[segment] as typeof node;
+  const names = Object.keys(node?.properties ?? {});
+  const meant = closestName(key, names);
+  const where = [context, ...path].join('.');
+  return `${where} has an unknown key ${JSON.stringify(key)}${meant ? ` (did you mean ${JSON.stringify(meant)}?)` : names.length > 0 ? ` (it takes ${names.map((n) => JSON.stringify(n)).join(', ')})` : ''}`;
+}
+
 /** `{ error: { code, message } }`, and the HTTP status of a code. */
 export function errorBody(code: string, message: string): { error: { code: string; message: string } } {
   return { error: { code, message } };
@@ -105,7 +124,9 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
         .send(
           errorBody(
             'UNAUTHORIZED',
-            match === null ? 'This server needs "Authorization: Bearer <token>" (the token harness serve printed, or $HARNESS_SERVE_TOKEN).' : "The bearer token is not this server's.",
+            match === null
+              ? `This server needs "Authorization: Bearer <token>" (${options.readOnly ? 'the token in the #fragment of the URL harness view printed' : 'the token harness serve printed, or $HARNESS_SERVE_TOKEN'}).`
+              : "The bearer token is not this server's.",
           ),
         );
     }
@@ -122,7 +143,11 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
     const mapped = error.code ? FASTIFY_CODES[error.code] : undefined;
     if (mapped !== undefined) {
       const message =
-        mapped === 'BODY_TOO_LARGE' ? `The request body is larger than this server accepts (${options.maxBodyBytes} bytes).` : error.validation ? `Invalid request: ${error.message}.` : error.message;
+        mapped === 'BODY_TOO_LARGE'
+          ? `The request body is larger than this server accepts (${options.maxBodyBytes} bytes).`
+          : error.validation
+            ? `Invalid request: ${unknownKeyMessage(error, request.routeOptions.schema) ?? error.message}.`
+            : error.message;
       return reply.code(statusOf(mapped)).send(errorBody(mapped, message));
     }
     if (HarnessError.is(error)) return reply.code(statusOf(error.code)).send(errorBody(error.code, error.message));

@@ -88,6 +88,10 @@ describe('auth and errors', () => {
     const extra = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'hi', tools: ['rm'] });
     expect(extra.status).toBe(400);
     expect(extra.body.error.code).toBe('INVALID_REQUEST');
+    expect(extra.body.error.message).toBe('Invalid request: body has an unknown key "tools" (it takes "prompt", "provider", "model", "reasoningEffort", "approve").');
+    const misspelt = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'x', promt: 'y' });
+    expect(misspelt.status).toBe(400);
+    expect(misspelt.body.error).toEqual({ code: 'INVALID_REQUEST', message: 'Invalid request: body has an unknown key "promt" (did you mean "prompt"?).' });
     const notJson = await s.api('POST', `/v1/sessions/${id}/turns`, undefined, { raw: '{"prompt":' });
     expect(notJson.status).toBe(400);
     expect(notJson.body.error.code).toBe('INVALID_REQUEST');

@@ -45,7 +45,12 @@ describe('harness view', { timeout: 90_000 }, () => {
       const token = new URLSearchParams(url.hash.slice(1)).get('token')!;
       expect(token.length).toBeGreaterThanOrEqual(32);
       const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-      expect((await fetch(`${url.origin}/v1/sessions`)).status).toBe(401);
+      const unauthorized = await fetch(`${url.origin}/v1/sessions`);
+      expect(unauthorized.status).toBe(401);
+      // It names where view's token is, not serve's.
+      expect(((await unauthorized.json()) as { error: { message: string } }).error.message).toBe(
+        'This server needs "Authorization: Bearer <token>" (the token in the #fragment of the URL harness view printed).',
+      );
       const list = (await (await fetch(`${url.origin}/v1/sessions`, { headers })).json()) as { sessions: { id: string }[] };
       expect(list.sessions.map((s) => s.id)).toEqual(['fs-edit']);
       for (const path of ['/v1/sessions', '/v1/sessions/fs-edit/turns', '/v1/sessions/fs-edit/abort']) {
