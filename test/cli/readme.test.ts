@@ -56,6 +56,13 @@ describe('README', { timeout: 120_000 }, () => {
     // What --help says about configs and data directories, the README says too.
     for (const words of ['$HARNESS_CONFIG', "the config's `dataDir`", '$HARNESS_HOME', '--close-turn']) expect(readme).toContain(words);
     expect(help.stdout).toContain('$HARNESS_CONFIG');
+    // Subcommands too (the CLI table lists each), and where the config falls back to: the same words as --help.
+    const importHelp = await cli(['import', '--help'], { home: home.dir });
+    const subcommands = [...importHelp.stdout.slice(importHelp.stdout.indexOf('Commands:')).matchAll(/^ {2}(\w+) /gm)].map((m) => m[1]).filter((c) => c !== 'help');
+    expect(subcommands).toEqual(['harness', 'dsh']);
+    for (const sub of subcommands) expect(readme).toContain(`harness import ${sub} <file>`);
+    expect(help.stdout).toContain('else the built-in stack');
+    expect(readme.replace(/\s+/g, ' ')).toContain('in the working directory if there is one, else the built-in stack');
   });
 
   it('says what is confined and what is not: the file tools are, exec_command is not (README and the built-in stack)', () => {
