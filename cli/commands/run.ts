@@ -178,7 +178,8 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
       interrupts++;
       if (interrupts === 1) {
         cancelledBy ??= 'Ctrl-C';
-        renderer.line(io.c.yellow('^C cancelling the turn… (Ctrl-C again to quit at once)'));
+        // No "^C" of our own: the terminal echoes the key itself (ECHOCTL; stdin is not in raw mode here).
+        renderer.line(io.c.yellow('cancelling the turn… (Ctrl-C again to quit at once)'));
         controller.abort(new HarnessError('ABORTED', 'The turn was cancelled (Ctrl-C).'));
       } else {
         renderer.finish();
