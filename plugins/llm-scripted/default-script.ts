@@ -24,22 +24,22 @@ export function defaultScript(context: ScriptContext): ScriptReply {
   const entries = parseListing(listing.text);
   if (reading === undefined) {
     const file = pickFile(entries);
-    if (file === undefined) return { text: `The workspace is empty or has no files I can read (${entries.length} entries).` };
-    if (!context.hasTool('read_file')) return { text: `The workspace has ${entries.length} entries: ${entries.join(', ')}.` };
+    if (file === undefined) return { text: `The workspace is empty or has no files I can read (${count(entries.length, 'entry', 'entries')}).` };
+    if (!context.hasTool('read_file')) return { text: `The workspace has ${count(entries.length, 'entry', 'entries')}: ${entries.join(', ')}.` };
     return {
-      reasoning: `The workspace has ${entries.length} entries. ${file} looks like the most informative file; I will read it.`,
+      reasoning: `The workspace has ${count(entries.length, 'entry', 'entries')}. ${file} looks like the most informative file; I will read it.`,
       text: `I'll read ${file}.`,
       toolCalls: [{ name: 'read_file', arguments: { path: file } }],
     };
   }
   const file = pickFile(entries) ?? 'the file';
-  if (reading.isError) return { text: `The workspace has ${entries.length} entries (${entries.join(', ')}), but I could not read ${file}: ${firstLine(reading.text)}` };
+  if (reading.isError) return { text: `The workspace has ${count(entries.length, 'entry', 'entries')} (${entries.join(', ')}), but I could not read ${file}: ${firstLine(reading.text)}` };
   const lines = contentLines(reading.text);
   const heading = lines.find((line) => line.trim() !== '') ?? '(empty)';
   return {
     text: [
-      `Here is what I found. The workspace has ${entries.length} entries: ${entries.join(', ')}.`,
-      `${file} has ${lines.length} lines and begins with:`,
+      `Here is what I found. The workspace has ${count(entries.length, 'entry', 'entries')}: ${entries.join(', ')}.`,
+      `${file} has ${count(lines.length, 'line')} and begins with:`,
       '',
       `> ${heading.trim()}`,
       '',
@@ -83,4 +83,9 @@ function firstLine(text: string): string {
       .find((line) => line.trim() !== '')
       ?.trim() ?? 'no details'
   );
+}
+
+/** `1 entry`, `4 entries`: the count with its noun in the right number. */
+function count(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
 }
