@@ -108,20 +108,22 @@ async function transcript(harness: Harness, path: string, options: ReplayOptions
     printer.header(header, harness.store.locationOf(path));
     const usage: Record<string, number> = {};
     let turns = 0;
-    let last = 0;
+    let eventCount = 0;
     const children = await ChildTranscripts.of(header.id, harness, io, '      ');
     for await (const event of events) {
       children.before(event);
       printer.event(event);
       children.after(event);
-      last = event.seq;
+      eventCount++;
       if (event.type === 'turn/start') turns++;
       if (event.type === 'assistant/message' && event.data.usage) for (const [k, v] of Object.entries(event.data.usage)) if (typeof v === 'number') usage[k] = (usage[k] ?? 0) + v;
     }
     children.rest();
     const childUsage = children.usage();
     const rolled = Object.keys(childUsage).length > 0 ? ` · subagents ${formatUsage(childUsage)}` : '';
-    io.out.write(`\n${io.c.dim(`${last} events · ${turns} turn${turns === 1 ? '' : 's'} · ${formatUsage(usage)}${rolled}`)}\n`);
+    // A salvage read says how many lines it left out (each is listed on stderr below).
+    const left = skipped.length > 0 ? ` (${skipped.length} corrupt line${skipped.length === 1 ? '' : 's'} skipped)` : '';
+    io.out.write(`\n${io.c.dim(`${eventCount} event${eventCount === 1 ? '' : 's'}${left} · ${turns} turn${turns === 1 ? '' : 's'} · ${formatUsage(usage)}${rolled}`)}\n`);
   }
   for (const line of skipped) io.err.write(io.c.yellow(`skipped ${printable(line)}\n`));
   return 0;

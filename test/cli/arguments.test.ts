@@ -131,6 +131,12 @@ describe('errors in CLI words', { timeout: 120_000 }, () => {
     expect(lines(insideTurn.stderr)[1]).toBe('hint: add --close-turn to fork there anyway (the fork closes the open turn with synthetic events), or fork at a seq outside the turn.');
     rmSync(`${lockedCopy}.lock`);
     rmSync(lockedCopy);
+    // Read with --salvage, the summary counts the events read and says how many lines were left out.
+    const salvaged = await harness(['replay', corrupt, '--salvage', '--config', config], opts());
+    expect(salvaged.code).toBe(0);
+    const eventCount = text.filter((line) => line.trim() !== '').length - 2; // less the header and the damaged line
+    expect(salvaged.stdout).toMatch(new RegExp(`^${eventCount} events \\(1 corrupt line skipped\\) · \\d+ turns? · `, 'm'));
+    expect(lines(salvaged.stderr)).toEqual([expect.stringMatching(/^skipped line 6: /)]);
   });
 
   it('DUPLICATE_PLUGIN and INVALID_CONFIG name the config file actually used (--config or $HARNESS_CONFIG)', async () => {
