@@ -89,7 +89,7 @@ export {
   isToolResultMessage,
   messageText,
 } from './llm/message.ts';
-export { sharedPrefixLength } from './llm/prefix.ts';
+export { prefixSum, sharedPrefixLength } from './llm/prefix.ts';
 export { BlockAssembler, assembleChunks, type AssembledMessage } from './llm/assembler.ts';
 export { rewriteText, type TextRewrite } from './llm/rewrite-text.ts';
 export { contentDigest } from './llm/digest.ts';

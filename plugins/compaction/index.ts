@@ -20,7 +20,7 @@
  * repair when the session is opened.
  */
 import {
-  sharedPrefixLength,
+  prefixSum,
   BlockAssembler,
   createPluginMessage,
   createUserMessage,
@@ -62,34 +62,13 @@ const SUMMARY_INSTRUCTION = [
 ].join(' ');
 
 /**
- * Without the token meter: characters of the messages' content as JSON, / 4. Remembered per
- * conversation (its first message), so that a list extending the last one is only read from where
- * that one's frozen prefix ended: this runs at every step, and a long history read each time made
- * turns slower as the session grew (issue 16).
+ * Without the token meter: characters of the messages' content as JSON, / 4. Summed per conversation
+ * from where the last list's frozen prefix ended (`prefixSum`): this runs at every step, and a long
+ * history read each time made turns slower as the session grew (issue 16).
  */
 function jsonCharsEstimator(): (messages: readonly Message[]) => number {
-  const memos = new WeakMap<Message, { messages: readonly Message[]; chars: number[]; trusted: number }>();
-  return (messages) => {
-    const first = messages[0];
-    if (first === undefined) return 0;
-    let memo = memos.get(first);
-    if (memo === undefined) {
-      memo = { messages, chars: [], trusted: 0 };
-      memos.set(first, memo);
-    }
-    const same = Math.min(memo.trusted, sharedPrefixLength(memo.messages, messages));
-    const chars = memo.chars;
-    chars.length = same;
-    let trusted = -1;
-    for (let i = same; i < messages.length; i++) {
-      const message = messages[i]!;
-      if (trusted < 0 && !(Object.isFrozen(message) && Object.isFrozen(message.content))) trusted = i;
-      chars.push((i === 0 ? 0 : chars[i - 1]!) + JSON.stringify(message.content).length);
-    }
-    memo.messages = Object.isFrozen(messages) ? messages : messages.slice();
-    memo.trusted = trusted < 0 ? messages.length : trusted;
-    return Math.ceil(chars[messages.length - 1]! / 4);
-  };
+  const chars = prefixSum((message) => JSON.stringify(message.content).length);
+  return (messages) => Math.ceil(chars(messages) / 4);
 }
 
 /**

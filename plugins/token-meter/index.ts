@@ -32,7 +32,7 @@
  * or double-counted, and costs follow the new generation's price table. A state of another shape
  * (a `STATE_VERSION` change) is not adopted: the new generation starts empty.
  */
-import { definePlugin, sharedPrefixLength, z, type EmitHook, type Message, type SessionEventDelivery, type TokenUsage } from '../../runtime/index.ts';
+import { definePlugin, prefixSum, z, type EmitHook, type Message, type SessionEventDelivery, type TokenUsage } from '../../runtime/index.ts';
 
 export type UsageClass = 'inputTokens' | 'outputTokens' | 'cacheReadTokens' | 'cacheWriteTokens' | 'reasoningTokens';
 export const USAGE_CLASSES: readonly UsageClass[] = ['inputTokens', 'outputTokens', 'cacheReadTokens', 'cacheWriteTokens', 'reasoningTokens'];
@@ -146,35 +146,11 @@ export function estimateMessageTokens(message: Message): number {
 const sum = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0);
 
 /**
- * `estimateTokens` over a message list, remembered per conversation (its first message): a list
- * that starts with the very messages of the last one is summed from where that one's frozen
- * prefix ended, after one pointer comparison per kept message. Compaction asks at every step, and
- * reading each message of a long history per step made turns slower as the session grew (issue 16).
+ * `estimateTokens` over a message list, summed per conversation from where the last list's frozen
+ * prefix ended (`prefixSum`): compaction asks at every step, and reading each message of a long
+ * history per step made turns slower as the session grew (issue 16).
  */
-function prefixEstimator(): (messages: readonly Message[]) => number {
-  const memos = new WeakMap<Message, { messages: readonly Message[]; sums: number[]; trusted: number }>();
-  return (messages) => {
-    const first = messages[0];
-    if (first === undefined) return 0;
-    let memo = memos.get(first);
-    if (memo === undefined) {
-      memo = { messages, sums: [], trusted: 0 };
-      memos.set(first, memo);
-    }
-    const same = Math.min(memo.trusted, sharedPrefixLength(memo.messages, messages));
-    const sums = memo.sums;
-    sums.length = same;
-    let trusted = -1;
-    for (let i = same; i < messages.length; i++) {
-      const message = messages[i]!;
-      if (trusted < 0 && !(Object.isFrozen(message) && Object.isFrozen(message.content))) trusted = i;
-      sums.push((i === 0 ? 0 : sums[i - 1]!) + estimateMessageTokens(message));
-    }
-    memo.messages = Object.isFrozen(messages) ? messages : messages.slice();
-    memo.trusted = trusted < 0 ? messages.length : trusted;
-    return sums[messages.length - 1]!;
-  };
-}
+const prefixEstimator = (): ((messages: readonly Message[]) => number) => prefixSum(estimateMessageTokens);
 const count = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
 
 export default definePlugin({

@@ -3,6 +3,8 @@
  * reads only what is new in the next (the replay discipline, the request snapshot, token estimates).
  */
 
+import type { Message } from './types.ts';
+
 /**
  * The last answer per (frozen) list `b`: the list it was compared with and the length found. The
  * other list is held weakly: each list's answer names the one before it, and a strong reference
@@ -63,4 +65,41 @@ export function sharedPrefixLength<T>(a: readonly T[], b: readonly T[]): number 
   while (length < limit && a[length] === b[length]) length++;
   if (frozen) answers.set(b, { a: new WeakRef(a), length });
   return length;
+}
+
+/**
+ * A sum of `measure(message)` over a message list, remembered per conversation (keyed by its first
+ * message): a list that starts with the very messages of the last one is summed on from where that
+ * one's frozen prefix ended, after {@link sharedPrefixLength}. For what runs at every step over the
+ * whole history (token estimates, compaction's size check): reading each message of a long history
+ * per step made turns slower as a session grew (issue 16). A message counts as unchanged only while
+ * it and its content are frozen; from the first one that is not, the next call measures again.
+ *
+ * @param measure a message's share of the sum (e.g. its estimated tokens); must depend only on it.
+ * @returns a function of a message list to its sum (0 for an empty list).
+ */
+export function prefixSum(measure: (message: Message) => number): (messages: readonly Message[]) => number {
+  const memos = new WeakMap<Message, { messages: readonly Message[]; sums: number[]; trusted: number }>();
+  return (messages) => {
+    const first = messages[0];
+    if (first === undefined) return 0;
+    let memo = memos.get(first);
+    if (memo === undefined) {
+      memo = { messages, sums: [], trusted: 0 };
+      memos.set(first, memo);
+    }
+    const same = Math.min(memo.trusted, sharedPrefixLength(memo.messages, messages));
+    const sums = memo.sums;
+    sums.length = same;
+    let trusted = -1;
+    for (let i = same; i < messages.length; i++) {
+      const message = messages[i]!;
+      if (trusted < 0 && !(Object.isFrozen(message) && Object.isFrozen(message.content))) trusted = i;
+      sums.push((i === 0 ? 0 : sums[i - 1]!) + measure(message));
+    }
+    // A list that is not frozen may change in place: the next comparison needs this one's items.
+    memo.messages = Object.isFrozen(messages) ? messages : messages.slice();
+    memo.trusted = trusted < 0 ? messages.length : trusted;
+    return sums[messages.length - 1]!;
+  };
 }
