@@ -415,14 +415,12 @@ export class AgentSession {
     const observed: GenerateOptions[] = [];
     const assembler = new BlockAssembler();
     const journal = this.journal;
-    const channel = this.channel;
     const chunks = prepared.stream(request)[Symbol.asyncIterator]();
     /** Journals the chunk and passes it on; a promise only when something must be waited for. */
     const record = (chunk: StreamChunk): void | Promise<void> => {
       assembler.push(chunk);
-      const appended = journal.append('assistant/chunk', { turn, step, chunk });
-      if (appended instanceof Promise) return appended.then((event) => void channel?.push(event as AnySessionEvent));
-      channel?.push(appended as AnySessionEvent);
+      const appended = this.appendNow('assistant/chunk', { turn, step, chunk });
+      if (appended instanceof Promise) return appended.then(() => undefined);
     };
     const drain = new ChunkDrain(
       chunks,
