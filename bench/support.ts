@@ -172,7 +172,7 @@ export function markdownTable(rows: readonly Row[]): string {
   const escapeCell = (value: string) => value.replace(/\|/g, '\\|');
   // Numbers right-aligned, text left-aligned.
   const numeric = columns.map((c) => rows.every((row) => typeof row[c] === 'number'));
-  const out = [`| ${columns.map(escape).join(' | ')} |`, `| ${columns.map((_, i) => (numeric[i] ? '---:' : '---')).join(' | ')} |`];
+  const out = [`| ${columns.map(escapeCell).join(' | ')} |`, `| ${columns.map((_, i) => (numeric[i] ? '---:' : '---')).join(' | ')} |`];
   for (const row of rows) out.push(`| ${columns.map((c) => escapeCell(String(row[c] ?? ''))).join(' | ')} |`);
   return out.join('\n');
 }
