@@ -40,7 +40,9 @@ const DEBOUNCE_MS = 120;
 export async function describeLoadError(error: unknown, configPath: string | undefined): Promise<string> {
   const code = HarnessError.is(error) ? error.code : 'UNKNOWN';
   const where = HarnessError.is(error) ? await errorLocation(error, configPath).catch(() => undefined) : undefined;
-  return `${code}: ${oneLine(messageWithCause(error), 300)}${where ? ` (at ${where.at})` : ''}`;
+  const message = oneLine(messageWithCause(error), 300);
+  // A located schema issue's message already ends with its file:line:col.
+  return `${code}: ${message}${where && !message.includes(where.at) ? ` (at ${where.at})` : ''}`;
 }
 
 /** An error's message, with its cause's first line when the message is only a preamble. */

@@ -271,10 +271,12 @@ export async function reportError(error: unknown, io: Io, globals: GlobalOptions
   const debug = globals.debug === true;
   if (HarnessError.is(error)) {
     const config = configSource(globals.config).path;
-    io.err.write(`${c.red(`error ${error.code}:`)} ${printable(withConfigPath(error, config))}\n`);
+    const message = printable(withConfigPath(error, config));
+    io.err.write(`${c.red(`error ${error.code}:`)} ${message}\n`);
     const where = await errorLocation(error, config).catch(() => undefined);
     if (where) {
-      io.err.write(`  at ${where.at}\n`);
+      // A located schema issue's line already ends with its file:line:col: then only the line is shown.
+      if (!message.includes(where.at)) io.err.write(`  at ${where.at}\n`);
       if (where.lineText !== undefined) io.err.write(`${c.dim(`  │ ${printable(where.lineText)}`)}\n${c.dim(`  │ ${' '.repeat(where.column ?? 0)}^`)}\n`);
     }
     const hint = hintFor(error, { globals, ...(openedDataDir ? { dataDir: openedDataDir } : {}) });

@@ -78,7 +78,8 @@ export async function openHarnessForReading(globals: GlobalOptions, io: Io): Pro
   } catch (error) {
     if (!HarnessError.is(error) || error.code === 'DATA_DIR_INVALID' || STORE_ERRORS.has(error.code)) throw error;
     const where = await errorLocation(error, configSource(globals.config).path);
-    io.err.write(`${io.c.yellow(`warning ${error.code}:`)} ${oneLine(error.message, 240)}${where ? ` (at ${where.at})` : ''} — reading without the config's plugins\n`);
+    const message = oneLine(error.message, 240);
+    io.err.write(`${io.c.yellow(`warning ${error.code}:`)} ${message}${where && !message.includes(where.at) ? ` (at ${where.at})` : ''} — reading without the config's plugins\n`);
     // A store of a plugin's scheme needs that plugin: without the config's plugins, the built-in stack's.
     const plugins = globals.store && !isFileStoreSpec(globals.store) ? defaultConfig().plugins : [];
     return withDataDir(await createHarness({ config: { plugins }, ...overrides(globals) }), globals);

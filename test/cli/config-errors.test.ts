@@ -40,7 +40,6 @@ describe('config errors: the key path, "did you mean" and file:line:col', { time
       `  - plugns: unknown key; did you mean \`plugins\`? (${config}:4:3)`,
       '  - plugins: Invalid input: expected array, received undefined',
       expect.stringMatching(/^A config is defineConfig\(\{ /),
-      `  at ${config}:4:3`,
       `  │   plugns: [{ module: ${scripted} }],`,
       '  │   ^',
       `hint: the config is ${config} (the working directory's harness.config.ts); --config <path> or $HARNESS_CONFIG picks another.`,
@@ -50,9 +49,10 @@ describe('config errors: the key path, "did you mean" and file:line:col', { time
   it("a misspelt key in a plugin's entry and in the plugin's own config", async () => {
     const entry = projectWith('entry', `export default {\n  plugins: [\n    { module: ${scripted}, cofig: { paceMs: 0 } },\n  ],\n};\n`);
     const option = projectWith('option', `export default {\n  plugins: [\n    {\n      module: ${scripted},\n      config: { paceMS: 0 },\n    },\n  ],\n};\n`);
-    const [badEntry, badOption] = await Promise.all([
+    const [badEntry, badOption, listing] = await Promise.all([
       harness(['run', 'Hello', '--config', entry.config, '--cwd', demo], { home }),
       harness(['run', 'Hello', '--config', option.config, '--cwd', demo], { home }),
+      harness(['sessions', '--config', option.config], { home }),
     ]);
     const column = `    { module: ${scripted}, `.length + 1;
     expect(badEntry.code).toBe(1);
@@ -60,17 +60,22 @@ describe('config errors: the key path, "did you mean" and file:line:col', { time
       `error INVALID_CONFIG: ${entry.config} is not a valid harness config:`,
       `  - plugins.0.cofig: unknown key; did you mean \`config\`? (${entry.config}:3:${column})`,
     ]);
-    expect(lines(badEntry.stderr)).toContain(`  at ${entry.config}:3:${column}`);
+    // The issue's line names the location; the line of the config under it does not repeat it.
+    expect(lines(badEntry.stderr).slice(3, 5)).toEqual([`  │     { module: ${scripted}, cofig: { paceMs: 0 } },`, `  │ ${' '.repeat(column - 1)}^`]);
+    expect(badEntry.stderr.split(`${entry.config}:3:${column}`)).toHaveLength(2);
     expect(badOption.code).toBe(1);
     expect(lines(badOption.stderr)).toEqual([
       'error INVALID_CONFIG: Plugin "llm-scripted" has an invalid config:',
       `  - paceMS: unknown key; did you mean \`paceMs\`? (${option.config}:5:17)`,
       `Fix these fields in this plugin's entry of ${option.config}.`,
-      `  at ${option.config}:5:17`,
       '  │       config: { paceMS: 0 },',
       '  │                 ^',
       `hint: the config is ${option.config} (from --config); --config <path> or $HARNESS_CONFIG picks another.`,
     ]);
+    // A reading command's warning names the location once too.
+    expect(listing.code).toBe(0);
+    expect(listing.stderr).toMatch(/^warning INVALID_CONFIG: .*did you mean `paceMs`\?/);
+    expect(listing.stderr.split(`${option.config}:5:17`)).toHaveLength(2);
   });
 
   it('a JSON config (--config harness.config.json) is located the same way, and so is its syntax error', async () => {
@@ -86,7 +91,7 @@ describe('config errors: the key path, "did you mean" and file:line:col', { time
       'error INVALID_CONFIG: Plugin "llm-scripted" has an invalid config:',
       `  - paceMS: unknown key; did you mean \`paceMs\`? (${config}:4:${column})`,
       `Fix these fields in this plugin's entry of ${config}.`,
-      `  at ${config}:4:${column}`,
+      `  │ ${entry}`,
     ]);
     // A JSON syntax error: its 1-based column and the line (esbuild reports a 0-based one).
     const broken = join(dir, 'broken.json');
