@@ -12,10 +12,10 @@ export function defaultScript(context: ScriptContext): ScriptReply {
   const reading = context.toolResults.find((result) => result.name === 'read_file');
   if (listing === undefined) {
     if (!context.hasTool('list_dir')) {
-      return { text: `You asked: "${context.prompt}". I am the scripted demo model and I have no list_dir tool here, so I can only say that I received your message.` };
+      return { text: `You asked: ${quoted(context.prompt)}. I am the scripted demo model and I have no list_dir tool here, so I can only say that I received your message.` };
     }
     return {
-      reasoning: `The user asked: "${context.prompt}". I should look at the workspace before answering, starting with its files.`,
+      reasoning: `The user asked: ${quoted(context.prompt)}. I should look at the workspace before answering, starting with its files.`,
       text: 'Let me look at the workspace first.',
       toolCalls: [{ name: 'list_dir', arguments: { path: '.' } }],
     };
@@ -51,7 +51,18 @@ export function defaultScript(context: ScriptContext): ScriptReply {
 function summarize(context: ScriptContext): string {
   const prompts = context.messages.filter((message) => message.source.kind === 'user').length;
   const tools = context.messages.filter((message) => message.source.kind === 'tool').length;
-  return `Summary of the conversation so far: ${prompts} user prompts, ${tools} tool results. The latest request was: "${context.prompt}".`;
+  return `Summary of the conversation so far: ${prompts} user prompts, ${tools} tool results. The latest request was: ${quoted(context.prompt)}.`;
+}
+
+/** How much of a prompt is quoted back, characters: a huge prompt is not streamed back whole. */
+const QUOTE_CHARS = 200;
+
+/** The prompt in quotes: whole when short, else its head and how much was cut (`"…" (200 of 3,000 characters; the rest cut)`). */
+function quoted(prompt: string): string {
+  if (prompt.length <= QUOTE_CHARS) return `"${prompt}"`;
+  // Not between the two halves of a surrogate pair.
+  const end = /[\uD800-\uDBFF]/.test(prompt[QUOTE_CHARS - 1]!) ? QUOTE_CHARS - 1 : QUOTE_CHARS;
+  return `"${prompt.slice(0, end)}…" (${end} of its ${prompt.length.toLocaleString('en-US')} characters; the rest cut)`;
 }
 
 /** Entries of a list_dir result: one per line, directories ending in "/"; headers and notes skipped. */

@@ -1,11 +1,13 @@
 /**
  * The scripted adapter built by hand (as a plain-JS user does): unset options take their defaults,
  * so the deltas carry the content (block-end carries none, by the block rule); a fragment size that
- * would lose the content is refused.
+ * would lose the content is refused. The default script quotes a prompt back whole only when it is short.
  */
 import { describe, expect, it } from 'vitest';
 import { HarnessError, type StreamChunk } from '../../runtime/index.ts';
+import { defaultScript } from '../../plugins/llm-scripted/default-script.ts';
 import { ScriptedAdapter } from '../../plugins/llm-scripted/index.ts';
+import { scriptContext } from '../../plugins/llm-scripted/script.ts';
 
 async function chunksOf(adapter: ScriptedAdapter): Promise<StreamChunk[]> {
   const out: StreamChunk[] = [];
@@ -36,5 +38,34 @@ describe('ScriptedAdapter options', () => {
       expect(HarnessError.is(error) && error.code).toBe('INVALID_CONFIG');
       expect((error as Error).message).toContain('fragmentChars must be a positive integer');
     }
+  });
+});
+
+describe('scripted-default quoting the prompt', () => {
+  const reply = (prompt: string, tools: string[] = ['list_dir']) =>
+    defaultScript(
+      scriptContext(
+        [{ id: 'u', role: 'user', content: [{ type: 'text', text: prompt }], source: { kind: 'user' } }] as never,
+        tools.map((name) => ({ name, description: '', inputSchema: {} })) as never,
+        {
+          model: 'scripted-default',
+        },
+      ),
+    );
+
+  it('quotes a short prompt whole', () => {
+    expect(reply('What is in this workspace?').reasoning).toBe('The user asked: "What is in this workspace?". I should look at the workspace before answering, starting with its files.');
+  });
+
+  it('quotes only the head of a huge prompt and says how much was cut', () => {
+    const huge = 'a'.repeat(1024 * 1024);
+    const reasoning = reply(huge).reasoning!;
+    expect(reasoning).toBe(`The user asked: "${'a'.repeat(200)}…" (200 of its 1,048,576 characters; the rest cut). I should look at the workspace before answering, starting with its files.`);
+    const withoutTools = reply(huge, []).text!;
+    expect(withoutTools.length).toBeLessThan(500);
+    expect(withoutTools).toContain('(200 of its 1,048,576 characters; the rest cut)');
+    // A cut never splits a surrogate pair: the quote ends on a whole character.
+    const emoji = `${'a'.repeat(199)}😀${'b'.repeat(500)}`;
+    expect(reply(emoji).reasoning).toContain(`"${'a'.repeat(199)}…" (199 of its 701 characters; the rest cut)`);
   });
 });
