@@ -5,7 +5,7 @@
  * (`--data-dir`, else the config's `dataDir`, else `$HARNESS_HOME`, else `~/.harness`).
  *
  * Exit codes ({@link EXIT_CODES}): 0 done, 1 error, 2 usage (a command line the parser refuses, an
- * INVALID_ARGUMENTS or EMPTY_PROMPT error), 130 interrupted (Ctrl-C), 128 + n stopped by a signal
+ * INVALID_ARGUMENTS, EMPTY_PROMPT or PROMPT_TOO_LARGE error), 130 interrupted (Ctrl-C), 128 + n stopped by a signal
  * (143 SIGTERM, 129 SIGHUP).
  *
  * Errors: a HarnessError prints `error CODE: message` and exits 1 (2 for a usage error), followed by a `hint:` line with
@@ -22,6 +22,7 @@ import { HarnessError } from '../runtime/index.ts';
 import { cliVersion, configSource, processIo, selfCommand, type Io } from './env.ts';
 import { printable } from './format.ts';
 import { exitAfterFlush, installProcessHandlers, STOP_FLUSH_MS, stopRequested } from './lifecycle.ts';
+import { DEFAULT_MAX_PROMPT_BYTES } from './prompt.ts';
 import type { GlobalOptions } from './setup.ts';
 import { errorLocation, hintFor, openedDataDir, POLICIES, withConfigPath } from './setup.ts';
 
@@ -29,7 +30,7 @@ import { errorLocation, hintFor, openedDataDir, POLICIES, withConfigPath } from 
 export const EXIT_CODES = { done: 0, error: 1, usage: 2, interrupted: 130, SIGHUP: 129, SIGTERM: 143 } as const;
 
 /** Error codes that mean "the command line is wrong" (exit 2, like the parser's own errors). */
-const USAGE_ERRORS: ReadonlySet<string> = new Set(['INVALID_ARGUMENTS', 'EMPTY_PROMPT']);
+const USAGE_ERRORS: ReadonlySet<string> = new Set(['INVALID_ARGUMENTS', 'EMPTY_PROMPT', 'PROMPT_TOO_LARGE']);
 
 /** A seq: decimal digits only (`Number` would take "", "0x10", "1e2"), at most 2^53 - 1. */
 const positiveInt = (value: string): number => {
@@ -96,7 +97,8 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
         `continue a session (id, unique id prefix or journal path)${picker ? '; with no id: pick one from a list (in a terminal)' : ''}`,
       )
       .option('-c, --continue', 'continue the latest session of the workspace (--cwd, else the current directory)')
-      .option('--reasoning-effort <effort>', 'reasoning effort for the model (e.g. low, medium, high)');
+      .option('--reasoning-effort <effort>', 'reasoning effort for the model (e.g. low, medium, high)')
+      .option('--max-prompt-bytes <bytes>', `largest prompt taken, bytes (default ${DEFAULT_MAX_PROMPT_BYTES}, as serve's body limit; PROMPT_TOO_LARGE beyond)`, positiveInt);
 
   turnOptions(program.command('run').argument('<prompt>', 'what to ask (- reads it from stdin)').description('run one turn and stream it; prints the journal and how to replay it'), { picker: false })
     .option('--json', "print the journal's records instead of the transcript: its header, then each event as it is journaled, one JSON object per line, nothing else on stdout")

@@ -267,6 +267,8 @@ export interface TurnOptions {
   /** `-c`: the latest session of the workspace. */
   readonly continue?: boolean;
   readonly reasoningEffort?: string;
+  /** `--max-prompt-bytes`: the largest prompt taken, bytes of UTF-8 (default: cli/prompt.ts's, 1 MiB). */
+  readonly maxPromptBytes?: number;
 }
 
 /**

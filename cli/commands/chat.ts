@@ -29,6 +29,7 @@ import { formatAgo, oneLine, printable } from '../format.ts';
 import { onStop, type StopRequest } from '../lifecycle.ts';
 import { BRACKETED_PASTE_OFF, BRACKETED_PASTE_ON, filteredTerminalInput, fromEditedLine } from '../line-input.ts';
 import { markdownFor, type RenderMarkdown } from '../markdown.ts';
+import { promptTooLarge } from '../prompt.ts';
 import { LiveRenderer, TranscriptPrinter } from '../render.ts';
 import {
   checkWorkspace,
@@ -464,6 +465,8 @@ class Repl {
     const { c } = this.io;
     const blocked = this.options.blocked?.();
     if (blocked !== undefined) return void this.io.out.write(`${c.red('error PLUGIN_NOT_LOADED:')} ${blocked}\n`);
+    const tooLarge = promptTooLarge(Buffer.byteLength(prompt), this.options.maxPromptBytes);
+    if (tooLarge) return void this.io.out.write(`${c.red(`error ${tooLarge.code}:`)} ${tooLarge.message}\n`);
     if (!this.options.callChecked) {
       try {
         this.options.call = await resolveCall(this.harness, this.options, this.session);

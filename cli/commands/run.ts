@@ -5,7 +5,8 @@
  * 2 usage (a bad command line, an empty prompt), 130 cancelled (Ctrl-C), 128 + n for a signal (143
  * SIGTERM, 129 SIGHUP; see lifecycle.ts).
  *
- * `harness run -` reads the prompt from stdin (to its end). `--json` prints, instead of the
+ * `harness run -` reads the prompt from stdin (to its end). A prompt over `--max-prompt-bytes` (default
+ * 1 MiB, serve's body limit) is refused, `PROMPT_TOO_LARGE` (exit 2), before anything is journaled. `--json` prints, instead of the
  * transcript, the journal's records as they are written, one JSON object per line and nothing else
  * on stdout: first the journal's header line (`{"type":"session","version":1,"id",…}`), then every
  * event this command appends (`{seq, type, atMs, data}`, exactly as in the journal file; for a new
@@ -25,6 +26,7 @@ import { shellQuote, type Io } from '../env.ts';
 import { printable } from '../format.ts';
 import { exitAfterFlush, onStop, SECOND_STOP_FLUSH_MS, type StopRequest } from '../lifecycle.ts';
 import { markdownFor } from '../markdown.ts';
+import { checkPromptSize, readPrompt } from '../prompt.ts';
 import { LiveRenderer } from '../render.ts';
 import {
   checkWorkspace,
@@ -51,7 +53,9 @@ export interface RunOptions extends TurnOptions {
 
 export async function runCommand(promptArgument: string, options: RunOptions, globals: GlobalOptions, io: Io): Promise<number> {
   const fromStdin = promptArgument === '-';
-  const prompt = fromStdin ? await readPrompt(io) : promptArgument;
+  if (fromStdin && process.stdin.isTTY) io.err.write(io.c.dim('reading the prompt from stdin; end it with Ctrl-D\n'));
+  const prompt = fromStdin ? await readPrompt(process.stdin, options.maxPromptBytes) : promptArgument;
+  if (!fromStdin) checkPromptSize(Buffer.byteLength(prompt), options.maxPromptBytes);
   if (prompt.trim() === '') throw new HarnessError('EMPTY_PROMPT', 'The prompt is empty; say what the agent should do, e.g. harness run "What is in this workspace?".');
   const cwd = options.cwd ? checkWorkspace(resolve(options.cwd), '--cwd') : undefined;
   const harness = await openHarness(globals, io);
@@ -72,14 +76,6 @@ export function failureHint(failure: { readonly code: string; readonly message: 
     return "this server has no Responses API (/responses answered 404). An OpenAI-compatible server speaks Chat Completions: use --provider openai-compatible with OPENAI_COMPATIBLE_BASE_URL=<its /v1 URL>, or a provider of the config with api: 'chat'.";
   }
   return undefined;
-}
-
-/** The prompt of `harness run -`: stdin to its end, without the trailing newline(s). */
-async function readPrompt(io: Io): Promise<string> {
-  if (process.stdin.isTTY) io.err.write(io.c.dim('reading the prompt from stdin; end it with Ctrl-D\n'));
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(chunks).toString('utf8').replace(/\s+$/, '');
 }
 
 /** What a run shows its events with: the live transcript, or (`--json`) the journal's records. */
