@@ -8,7 +8,7 @@
  * from a tarball or a folder.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { basename, join, relative, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { HarnessError } from '../../runtime/index.ts';
 import { cliVersion, shellQuote, type Io } from '../env.ts';
 
@@ -134,7 +134,10 @@ export async function initCommand(dir: string | undefined, io: Io): Promise<numb
     writeFileSync(join(target, file), text);
   }
   const { c } = io;
-  const where = relative(process.cwd(), target) || '.';
+  // The folder as the user typed it, or its absolute path when that is shorter; a path relative to
+  // the working directory could climb far (`cd ../../../../tmp/x` for /tmp/x).
+  const typed = dir ?? '.';
+  const where = target === process.cwd() ? '.' : typed.length <= target.length ? typed : target;
   io.out.write(
     [
       `${c.green('created')} ${target}: ${Object.keys(files).join(', ')}`,

@@ -112,4 +112,29 @@ describe('harness init', () => {
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('error INIT_TARGET_EXISTS');
   });
+
+  it('says cd with the folder as typed, or its absolute path when shorter, never a long relative path', async () => {
+    const base = folder('init-cd');
+    const cdOf = (stdout: string) => stdout.split('\n').find((line) => line.startsWith('  cd '));
+    // An absolute path typed from elsewhere (the tests run in the checkout): that path, not ../../tmp/….
+    const absolute = join(base, 'a');
+    const typedAbsolute = await harness(['init', absolute], { home: join(base, 'home') });
+    expect(typedAbsolute.code, typedAbsolute.stderr).toBe(0);
+    expect(cdOf(typedAbsolute.stdout)).toBe(`  cd ${absolute}`);
+    // A relative path: as typed.
+    const typedRelative = await harness(['init', 'b'], { home: join(base, 'home'), cwd: base });
+    expect(cdOf(typedRelative.stdout)).toBe('  cd b');
+    // A relative path longer than the absolute one: the absolute one.
+    const climbing = `${'../'.repeat(12)}${base.slice(1)}/c`;
+    const typedClimbing = await harness(['init', climbing], { home: join(base, 'home'), cwd: join(base, 'b', 'plugins') });
+    expect(typedClimbing.code, typedClimbing.stderr).toBe(0);
+    expect(cdOf(typedClimbing.stdout)).toBe(`  cd ${join(base, 'c')}`);
+    // The working directory itself: no cd.
+    const here = join(base, 'd');
+    mkdirSync(here);
+    const inPlace = await harness(['init'], { home: join(base, 'home'), cwd: here });
+    expect(inPlace.code, inPlace.stderr).toBe(0);
+    expect(cdOf(inPlace.stdout)).toBeUndefined();
+    expect(inPlace.stdout).toContain('Next:\n  npm install');
+  });
 });
