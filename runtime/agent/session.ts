@@ -492,6 +492,9 @@ export class AgentSession {
     }
     // A call that does not run has its outcome at once: no promise for it.
     const outcomes: (ToolOutcome | Promise<ToolOutcome>)[] = [];
+    // Read once, not per call: a state read between the calls' records finishes the fold's pending
+    // list, O(pending calls) each — quadratic in the calls of one message.
+    const config = this.journal.state.header?.config;
     for (const call of calls) {
       const tool = tools.get(call.name);
       // The known names are listed only in an unknown tool's error (an array per call otherwise).
@@ -527,7 +530,7 @@ export class AgentSession {
       }
       await this.append('tool/start', { turn, step, callId: call.id });
       await this.journal.checkpoint();
-      outcomes.push(this.execute(turn, step, call, parsed.tool, parsed.input, signal, bus, options.approve));
+      outcomes.push(this.execute(turn, step, call, parsed.tool, parsed.input, signal, bus, options.approve, config));
     }
     // Results enter the history in call order, each as soon as it and those before it are done.
     for (let i = 0; i < calls.length; i++) {
@@ -549,9 +552,9 @@ export class AgentSession {
     signal: AbortSignal,
     bus: HookBus,
     approve: RunOptions['approve'],
+    config: LlmCallConfig | undefined,
   ): Promise<ToolOutcome> {
     const channel = this.channel;
-    const config = this.journal.state.header?.config;
     let journaledChars = 0;
     const cap = tool.maxOutputChars ?? 16_000;
     const startedAtMs = performance.now();
