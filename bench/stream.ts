@@ -57,6 +57,7 @@ const TOOLS_TARGET = 1.5;
 
 const LABELS: Record<Contender, string> = {
   raw: 'raw SDK (baseline)',
+  floor: 'journal floor (raw SDK + a JSON line per event, batched writes, fsync)',
   harness: 'Harness model call',
   loop: 'Harness agent loop',
   'loop-mw': 'Harness agent loop + 3 middlewares',
@@ -66,7 +67,7 @@ const LABELS: Record<Contender, string> = {
 
 /** Which contenders run on a stream: the peers only on the single-message streams. */
 function runsOn(contender: Contender, stream: StreamName): boolean {
-  return (MAIN_STREAMS as readonly string[]).includes(stream) || contender === 'raw' || contender === 'harness' || contender === 'loop' || contender === 'loop-mw';
+  return (MAIN_STREAMS as readonly string[]).includes(stream) || contender === 'raw' || contender === 'floor' || contender === 'harness' || contender === 'loop' || contender === 'loop-mw';
 }
 
 function load(): string {
@@ -121,7 +122,7 @@ function expectedBlocks(stream: StreamName, served: ServedStream): number {
 }
 
 function problemOf(contender: Contender, sample: Sample, stream: StreamName, served: ServedStream): string | undefined {
-  if (contender === 'raw') return sample.items > 0.9 * served.eventCount ? undefined : `saw ${sample.items} events of ${served.eventCount}`;
+  if (contender === 'raw' || contender === 'floor') return sample.items > 0.9 * served.eventCount ? undefined : `saw ${sample.items} events of ${served.eventCount}`;
   if (/^error/.test(sample.finish) || sample.finish === 'none') return `finished with ${sample.finish}`;
   if (sample.blocks !== expectedBlocks(stream, served)) return `assembled ${sample.blocks} blocks, expected ${expectedBlocks(stream, served)}`;
   return undefined;
@@ -226,9 +227,33 @@ export async function run(): Promise<BenchResult> {
       const provider = providerOf(stream);
       if ((MAIN_STREAMS as readonly string[]).includes(stream)) {
         const loopTarget = LOOP_TARGETS[mode][provider];
+        const floor = ratioOf(stream, 'floor');
         targets.push(
-          check(`agent loop / raw SDK, CPU per event (${label})`, loop?.figure ?? 'not measured', `≤ ${loopTarget.toFixed(2)}x`, loop === undefined ? undefined : loop.median <= loopTarget),
+          check(
+            `agent loop / raw SDK, CPU per event (${label})`,
+            loop === undefined ? 'not measured' : `${loop.figure}${floor === undefined ? '' : `; journal floor ${floor.median.toFixed(2)}x`}`,
+            `≤ ${loopTarget.toFixed(2)}x`,
+            loop === undefined ? undefined : loop.median <= loopTarget,
+          ),
         );
+        if (floor !== undefined) {
+          const rawCell = cells.get(key(mode, stream, 'raw'))!;
+          const floorCell = cells.get(key(mode, stream, 'floor'))!;
+          const loopCell = cells.get(key(mode, stream, 'loop'));
+          const heapAdded = stat(floorCell.heapRounds.map((value, i) => value - rawCell.heapRounds[i]!));
+          const gap =
+            loop === undefined || loopCell === undefined || loopCell.error !== undefined
+              ? ''
+              : `; loop − floor ${(loop.median - floor.median).toFixed(2)}x, ${round(median(loopCell.rounds.map((value, i) => value - floorCell.rounds[i]!)))} µs/event`;
+          targets.push(
+            check(
+              `journal floor / raw SDK, CPU per event: what the journal contract alone costs (${label})`,
+              `${floor.figure}${gap}; heap +${Math.round(heapAdded.median)} B/event`,
+              `— (the floor under the ≤ ${loopTarget.toFixed(2)}x target)`,
+              null,
+            ),
+          );
+        }
         targets.push(
           check(`model call / raw SDK, CPU per event (${label})`, call?.figure ?? 'not measured', `≤ ${CALL_TARGET.toFixed(2)}x`, call === undefined ? undefined : call.median <= CALL_TARGET),
         );
@@ -290,6 +315,7 @@ export async function run(): Promise<BenchResult> {
     targets,
     notes: [
       `load average (1 / 5 / 15 min) at the start of the stream bench: ${loadStart}; at its end: ${loadEnd}; per round: ${roundLoads.join('; ')} — other sessions share these 2 cores, so only the ratios (same round, back to back) mean much`,
+      'journal floor (bench/stream/contenders.ts JournalFloor): the raw SDK stream plus only what the journal contract needs per event, no runtime — a record `{ seq, type, atMs, data: { turn, step, chunk } }` per SDK event (chunk: OpenAI `choices[0]`, Anthropic the event; lines of about the size of the loop’s chunk records), `JSON.stringify` of it, the lines concatenated and written with one `write(2)` per 64 KiB or 100 ms (one in flight), fsync at the end; loop − floor = what the runtime adds beyond the contract (validation, freeze, fold, assembler, events to the consumer, the async hops, tool calls)',
       'agent loop: `harness.createSession({ maxSteps: 1 })` and `session.run("hi")` iterated to the end by the consumer (bench/stream/contenders.ts loopTurn): request hooks, no `llm/stream` middleware (`loop-mw`: the 3 below), the assembler, a journal record per chunk with checkpoints, every event to the consumer, `assistant/message`, and each tool call of the message journaled and answered (no tool is registered: an unknown-tool error result, no tool body), then MAX_STEPS_EXCEEDED instead of a second call; model call: the per-call path alone (bench/stream/contenders.ts harnessCall)',
       `heap = bytes allocated on the JS heap during one more consumption after the CPU runs, started after a full GC (v8.GCProfiler: growth of used heap plus what each GC freed), per SSE event; ratio = median of per-round ratios; the loop's added bytes = loop − raw per round`,
       `the -tools streams: one message with ${TOOL_CALLS} tool calls (openai-chat/single-tool-call-get-weather.sse, anthropic/text-then-tool-use-input-json-delta.sse repeated by repeatSseFrames); peers are not run on them`,

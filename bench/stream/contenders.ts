@@ -6,6 +6,11 @@
  *   the very module instances the adapter plugins import (not pi-ai's older copies in
  *   bench/node_modules) — `chat.completions.create` / `messages.create` with `stream: true`, retries
  *   off, iterating its events and counting them: the baseline and practical limit;
+ * - `floor`: the journal floor — `raw` plus only what the journal contract (DESIGN "Sessions and the
+ *   journal") needs per event, and no runtime: one record object per SDK event with `seq` and
+ *   `atMs`, one `JSON.stringify` line, the lines batched and written with one `write(2)` per
+ *   64 KiB or 100 ms (one in flight), fsync at the end (see {@link JournalFloor}); its ratio to raw
+ *   is what any implementation of the contract pays;
  * - `loop`: the whole agent loop as it ships — `session.run` on a harness with the two adapter
  *   plugins and no `llm/stream` middleware (see {@link loopTurn}); `loop-mw`: the same with the 3
  *   pass-through middlewares below (what a plugin author's middleware adds on top);
@@ -28,12 +33,15 @@
  * then the heap runs, each after a full GC (heap bytes need a clean start). CPU = process user +
  * system over the whole consumption (the server is another process).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { close as fsClose, fsync as fsFsync, mkdtempSync, openSync, rmSync, write as fsWrite } from 'node:fs';
 import { GCProfiler, getHeapStatistics } from 'node:v8';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import type OpenAI from 'openai';
+import { z } from 'zod';
+import { defineTool } from '../../runtime/agent/tools.ts';
+import type { ApprovalAnswer } from '../../runtime/agent/approval.ts';
 import { createHarness, type Harness } from '../../runtime/harness.ts';
 import { BlockAssembler } from '../../runtime/llm/assembler.ts';
 import { markAgentLoopRequest } from '../../runtime/llm/call-config.ts';
@@ -46,7 +54,7 @@ import { answer, collectGarbage, cpuMicros, isMain } from '../support.ts';
 import { importPeer, importRootPackage } from '../peers.ts';
 import { providerOf, STREAMS, type ServedStream, type StreamName } from './server.ts';
 
-export const CONTENDERS = ['raw', 'harness', 'loop', 'loop-mw', 'vercel', 'pi'] as const;
+export const CONTENDERS = ['raw', 'floor', 'harness', 'loop', 'loop-mw', 'vercel', 'pi'] as const;
 export type Contender = (typeof CONTENDERS)[number];
 
 /** What one consumption saw: items iterated, content blocks recognised, and how it finished. */
@@ -115,7 +123,160 @@ export async function rawContender(served: Served): Promise<Record<StreamName, C
   };
 }
 
+// ── (a′) the journal floor ──────────────────────────────────────────────────────────────────────
+
+/** Bytes queued before a write, and the longest a line waits for one (the writer's defaults). */
+const FLOOR_FLUSH_BYTES = 64 * 1024;
+const FLOOR_FLUSH_MS = 100;
+
+/**
+ * The least a journal with one record per chunk can do: a record `{ seq, type, atMs, data }` per
+ * event, `JSON.stringify` of it, the lines concatenated and written as one `write(2)` when 64 KiB
+ * are queued or 100 ms after the first line of a batch (one write in flight; what comes meanwhile
+ * waits for the next), and at the end everything written and fsynced. No validation, no freeze, no
+ * fold, no assembler, no events to a consumer: what is left of the loop's cost above this is the
+ * runtime's, not the contract's.
+ */
+export class JournalFloor {
+  private seq = 0;
+  private pending = '';
+  private writing = false;
+  private timer: NodeJS.Timeout | undefined;
+  private failure: Error | undefined;
+  private idle: (() => void) | undefined;
+  /** Bytes of the lines (with their `\n`) appended, in UTF-16 code units. */
+  lineChars = 0;
+
+  private constructor(private readonly fd: number) {}
+
+  static create(path: string): JournalFloor {
+    return new JournalFloor(openSync(path, 'a'));
+  }
+
+  append(type: string, data: unknown): void {
+    const line = JSON.stringify({ seq: ++this.seq, type, atMs: Date.now(), data });
+    this.pending += `${line}\n`;
+    this.lineChars += line.length + 1;
+    if (this.pending.length >= FLOOR_FLUSH_BYTES) this.write();
+    else if (this.timer === undefined) this.timer = setTimeout(this.onTimer, FLOOR_FLUSH_MS);
+  }
+
+  private readonly onTimer = (): void => {
+    this.timer = undefined;
+    this.write();
+  };
+
+  private write(): void {
+    if (this.writing || this.pending.length === 0) return;
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    const buffer = Buffer.from(this.pending, 'utf8');
+    this.pending = '';
+    this.writing = true;
+    this.writeAll(buffer, 0);
+  }
+
+  private writeAll(buffer: Buffer, offset: number): void {
+    fsWrite(this.fd, buffer, offset, buffer.length - offset, null, (error, written) => {
+      if (error) this.failure = error;
+      else if (offset + written < buffer.length) return this.writeAll(buffer, offset + written);
+      this.writing = false;
+      if (this.pending.length >= FLOOR_FLUSH_BYTES) this.write();
+      else if (this.pending.length > 0 && this.timer === undefined) this.timer = setTimeout(this.onTimer, FLOOR_FLUSH_MS);
+      const idle = this.idle;
+      this.idle = undefined;
+      idle?.();
+    });
+  }
+
+  /** Writes everything queued, fsyncs and closes the file. */
+  async close(): Promise<void> {
+    while (this.writing || this.pending.length > 0) {
+      const done = new Promise<void>((resolve) => (this.idle = resolve));
+      this.write();
+      await done;
+    }
+    if (this.failure) throw this.failure;
+    await new Promise<void>((resolve, reject) => fsFsync(this.fd, (error) => (error ? reject(error) : resolve())));
+    await new Promise<void>((resolve, reject) => fsClose(this.fd, (error) => (error ? reject(error) : resolve())));
+  }
+}
+
+/**
+ * The journal floor contender: the raw SDK streams of {@link rawContender}, each event journaled by
+ * a {@link JournalFloor} as `assistant/chunk` `{ turn, step, chunk }` — the chunk being what the
+ * event carries (OpenAI: `choices[0]` with its delta, or the event when it has none — the usage
+ * chunk; Anthropic: the event), so a line is about the size of the loop's chunk records.
+ */
+export async function floorContender(served: Served): Promise<{ consume: Record<StreamName, Consume>; close(): Promise<void> }> {
+  const { default: OpenAISdk } = await importRootPackage<{ default: typeof OpenAI }>('openai');
+  const { default: AnthropicSdk } = await importRootPackage<{ default: typeof Anthropic }>('@anthropic-ai/sdk');
+  const dir = mkdtempSync(join(tmpdir(), 'harness-bench-floor-'));
+  let files = 0;
+  const tools = TOOLS.map((tool) => ({ type: 'function' as const, function: { name: tool.name, description: tool.description, parameters: tool.inputSchema as Record<string, unknown> } }));
+  const openaiStream = (url: string): Consume => {
+    const openai = new OpenAISdk({ apiKey: KEY, baseURL: url, maxRetries: 0 });
+    return async () => {
+      const journal = JournalFloor.create(join(dir, `${files++}.jsonl`));
+      const stream = await openai.chat.completions.create({ model: MODELS.openai, messages: [{ role: 'user', content: 'hi' }], tools, stream: true, stream_options: { include_usage: true } });
+      let items = 0;
+      for await (const event of stream) {
+        items++;
+        journal.append('assistant/chunk', { turn: 1, step: 1, chunk: event.choices[0] ?? event });
+      }
+      await journal.close();
+      return { items, blocks: -1, finish: 'n/a' };
+    };
+  };
+  const anthropicStream = (url: string): Consume => {
+    const anthropic = new AnthropicSdk({ apiKey: KEY, baseURL: url, maxRetries: 0 });
+    return async () => {
+      const journal = JournalFloor.create(join(dir, `${files++}.jsonl`));
+      const stream = await anthropic.messages.create({
+        model: MODELS.anthropic,
+        max_tokens: 4096,
+        thinking: { type: 'enabled', budget_tokens: 2048 },
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      });
+      let items = 0;
+      for await (const event of stream) {
+        items++;
+        journal.append('assistant/chunk', { turn: 1, step: 1, chunk: event });
+      }
+      await journal.close();
+      return { items, blocks: -1, finish: 'n/a' };
+    };
+  };
+  return {
+    consume: {
+      openai: openaiStream(served.openai.url),
+      anthropic: anthropicStream(served.anthropic.url),
+      'openai-tools': openaiStream(served['openai-tools'].url),
+      'anthropic-tools': anthropicStream(served['anthropic-tools'].url),
+    },
+    close: async () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
 // ── (b) Harness ───────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * The tools the recorded streams call (OpenAI: GetWeatherArgs and get_stock_price; the -tools
+ * streams: get_weather), registered for the loop so its calls take the real path — parsed,
+ * approved, journaled (`approval/decided`, `tool/start`, a checkpoint before the body), run and
+ * answered — and not the unknown-tool error path. Each returns a short string.
+ */
+export const BENCH_TOOLS = ['GetWeatherArgs', 'get_stock_price', 'get_weather'].map((name) =>
+  defineTool({ name, description: `Bench tool ${name}: answers at once.`, input: z.looseObject({}), permission: 'read', execute: () => 'sunny, 21 °C' }),
+);
+
+/** The loop's approver: every call allowed (hoisted: no closure per call). */
+export function allowAll(): ApprovalAnswer {
+  return 'allow';
+}
 
 /** The pass-through middleware, as a plugin author writes it (hoisted: no closure per call). */
 export async function* passThrough(_request: unknown, next: () => AsyncIterable<StreamChunk>): AsyncGenerator<StreamChunk> {
@@ -180,6 +341,7 @@ export async function harnessRig(served: Served, middlewares = 3): Promise<Harne
     },
   });
   for (let i = 0; i < middlewares; i++) harness.ctx.on('llm/stream', passThrough as never);
+  for (const tool of BENCH_TOOLS) harness.ctx.tools.register(tool);
   let sessionCount = 0;
   const rig: HarnessRig = {
     harness,
@@ -236,21 +398,26 @@ async function harnessCall(rig: HarnessRig, provider: string, model: string, id:
  * `session.run('hi')` iterated to its end by the consumer — the loop's request hooks, the stream
  * (through the rig's `llm/stream` middlewares: none for `loop`, 3 for `loop-mw`), the assembler, one journal record per chunk with checkpoints, every
  * event delivered to the consumer, the `assistant/message`, and the tool calls of the message
- * journaled and answered (no tool is registered, so each gets an unknown-tool error result; no
- * tool body runs), then `MAX_STEPS_EXCEEDED` ends the turn instead of a second model call.
+ * journaled, approved ({@link allowAll}), run ({@link BENCH_TOOLS}: a checkpoint before each body)
+ * and answered, then `MAX_STEPS_EXCEEDED` ends the turn instead of a second model call.
  */
 async function loopTurn(rig: HarnessRig, provider: string, model: string): Promise<Consumed> {
   const session = await rig.harness.createSession({ maxSteps: 1 });
   let items = 0;
   let blocks = 0;
   let finish = 'none';
+  let toolFailure: string | undefined;
   try {
-    for await (const event of session.run('hi', { provider, model, ...(provider.startsWith('bench-anthropic') ? { reasoningEffort: 'low' } : {}) })) {
+    for await (const event of session.run('hi', { provider, model, approve: allowAll, ...(provider.startsWith('bench-anthropic') ? { reasoningEffort: 'low' } : {}) })) {
       items++;
       if (event.type === 'assistant/message') {
         const data = event.data as { message: { content: readonly unknown[] }; finish: { kind: string } };
         blocks = data.message.content.length;
         finish = data.finish.kind;
+      } else if (event.type === 'tool/result') {
+        // The real path: a tool that did not run (unknown, denied, failed) is a broken bench.
+        const code = (event.data as { code?: string }).code;
+        if (code !== undefined) toolFailure ??= `error: tool/result ${code}`;
       } else if (event.type === 'turn/end' && finish === 'none') {
         const data = event.data as { reason: string; failure?: { code: string; message: string } };
         finish = `error: ${data.reason} ${data.failure?.code ?? ''} ${data.failure?.message ?? ''}`;
@@ -259,7 +426,7 @@ async function loopTurn(rig: HarnessRig, provider: string, model: string): Promi
   } finally {
     await session.close();
   }
-  return { items, blocks, finish };
+  return { items, blocks, finish: toolFailure ?? finish };
 }
 
 // ── (c) Vercel AI SDK ─────────────────────────────────────────────────────────────────────────────
@@ -373,6 +540,8 @@ async function contenderFor(name: Contender, served: Served): Promise<{ consume:
   switch (name) {
     case 'raw':
       return { consume: await rawContender(served), close: async () => undefined };
+    case 'floor':
+      return floorContender(served);
     case 'harness': {
       const rig = await harnessRig(served);
       return { consume: rig.consume, close: () => rig.close() };

@@ -11,7 +11,7 @@ import { Session } from 'node:inspector/promises';
 import { relative } from 'node:path';
 import { splitSseFrames } from '../../test/support/fixture-server.ts';
 import { isMain } from '../support.ts';
-import { harnessRig, type Served } from './contenders.ts';
+import { allowAll, harnessRig, type Served } from './contenders.ts';
 import { repeatedBody, STREAMS, type StreamName } from './server.ts';
 
 interface HeapNode {
@@ -52,7 +52,7 @@ async function main(name: StreamName, turns: number, top: number, fixture?: stri
       if (i === 1) await inspector.post('HeapProfiler.startSampling', { samplingInterval: interval, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
       const session = await rig.harness.createSession({ maxSteps: 1 });
       let count = 0;
-      for await (const _event of session.run('hi', { provider, model, ...(name.startsWith('anthropic') ? { reasoningEffort: 'low' } : {}) })) count++;
+      for await (const _event of session.run('hi', { provider, model, approve: allowAll, ...(name.startsWith('anthropic') ? { reasoningEffort: 'low' } : {}) })) count++;
       await session.close();
       process.stderr.write(`turn ${i + 1}: ${count} loop events\n`);
     }

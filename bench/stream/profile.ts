@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { splitSseFrames } from '../../test/support/fixture-server.ts';
 import { isMain } from '../support.ts';
-import { harnessRig, type Served } from './contenders.ts';
+import { allowAll, harnessRig, type Served } from './contenders.ts';
 import { repeatedBody, STREAMS, type StreamName } from './server.ts';
 
 async function main(name: StreamName, turns: number, out: string): Promise<void> {
@@ -48,7 +48,7 @@ async function main(name: StreamName, turns: number, out: string): Promise<void>
       const session = await rig.harness.createSession({ maxSteps: 1 });
       const before = process.cpuUsage();
       let count = 0;
-      for await (const _event of session.run('hi', { provider, model, ...(name.startsWith('anthropic') ? { reasoningEffort: 'low' } : {}) })) count++;
+      for await (const _event of session.run('hi', { provider, model, approve: allowAll, ...(name.startsWith('anthropic') ? { reasoningEffort: 'low' } : {}) })) count++;
       const used = process.cpuUsage(before);
       await session.close();
       process.stderr.write(`turn ${i + 1}: ${count} loop events, ${((used.user + used.system) / events.length).toFixed(2)} µs CPU per SDK event\n`);
