@@ -27,8 +27,17 @@ export interface HttpOptions {
   readonly heartbeatMs?: number;
   /** When set, a submitted turn is a job for any worker of the queue (202 `{ job }`), not run here. */
   readonly queue?: TurnQueue;
-  /** An event stream whose client reads too slowly is closed past this many queued events (it reconnects with Last-Event-ID). Default 50 000. */
+  /**
+   * A live event stream whose client reads slower than the session is written is closed past this
+   * many queued events (it reconnects with Last-Event-ID). Default 50 000. Catching up from
+   * further behind never counts against it: the store is read as fast as the client takes it.
+   */
   readonly maxQueuedEvents?: number;
+  /**
+   * An event stream whose socket has taken nothing for this long, ms, while bytes wait for it, is
+   * closed (a stuck client; a slow one drains now and then). Default 60 000.
+   */
+  readonly streamStallTimeoutMs?: number;
   /**
    * Only reads (`harness view`): every request but GET and HEAD answers 403 `READ_ONLY`, so no turn,
    * abort or approval can be made through this server.
@@ -302,7 +311,7 @@ async function streamEvents(
   }
   await turns.requireSession(request.params.id); // SESSION_NOT_FOUND before any byte is sent
   const controller = new AbortController();
-  // A client this far behind is disconnected (it reconnects with Last-Event-ID): its queue closes.
+  // A live client this far behind is disconnected (it reconnects with Last-Event-ID): its queue closes.
   const events = turns.events(request.params.id, { after, signal: controller.signal, maxQueued: options.maxQueuedEvents ?? 50_000 });
   let ended!: () => void;
   streams.set(controller, new Promise<void>((resolve) => (ended = resolve)));
@@ -322,18 +331,27 @@ async function streamEvents(
       let text = frameOf(event);
       if (events.queued > 0) for (const more of events.drain()) text += frameOf(more);
       if (!res.write(text)) {
-        // Waits for the socket, or for the queue to close (the server closes, or the client fell too far behind).
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
+        // Waits for the socket, or for the queue to close (the server closes, or the client fell
+        // too far behind), or for the stall timeout (a client that takes nothing: cut off).
+        const stalled = await new Promise<boolean>((resolve) => {
+          const done = (): void => settle(false);
+          const timer = setTimeout(() => settle(true), options.streamStallTimeoutMs ?? 60_000);
+          const settle = (timedOut: boolean): void => {
+            clearTimeout(timer);
             res.off('drain', done);
             controller.signal.removeEventListener('abort', done);
             events.closed.removeEventListener('abort', done);
-            resolve();
+            resolve(timedOut);
           };
           res.on('drain', done);
           controller.signal.addEventListener('abort', done, { once: true });
           events.closed.addEventListener('abort', done, { once: true });
         });
+        if (stalled) {
+          // What it has not taken cannot be flushed: drop the connection (a reconnect resumes).
+          res.destroy();
+          break;
+        }
         if (controller.signal.aborted || events.overflowed) break;
       }
     }

@@ -62,8 +62,10 @@ export const serveConfigSchema = z
     queueConcurrency: z.number().int().min(1).max(64).default(4),
     /** With `queue`: a job not completed this long after it was taken is taken again, s. */
     queueExpireSeconds: z.number().int().min(1).default(600),
+    /** An event stream whose client has taken no bytes for this long (while some wait for it) is closed, ms. */
+    streamStallTimeoutMs: z.number().int().min(100).default(60_000),
   })
-  .default({ host: '127.0.0.1', port: 7860, maxBodyBytes: 1024 * 1024, approvalTimeoutMs: 300_000, queueConcurrency: 4, queueExpireSeconds: 600 });
+  .default({ host: '127.0.0.1', port: 7860, maxBodyBytes: 1024 * 1024, approvalTimeoutMs: 300_000, queueConcurrency: 4, queueExpireSeconds: 600, streamStallTimeoutMs: 60_000 });
 
 export type ServeSettings = z.infer<typeof serveConfigSchema>;
 
@@ -119,7 +121,7 @@ declare global {
 export async function startServer(harness: Harness, settings: ServeSettings, options: StartOptions = {}): Promise<RunningServer> {
   const merged: ServeSettings = serveConfigSchema.parse({
     ...settings,
-    ...definedOnly(options, ['host', 'port', 'maxBodyBytes', 'approvalTimeoutMs', 'approvalPolicy', 'store', 'queue', 'queueConcurrency', 'queueExpireSeconds']),
+    ...definedOnly(options, ['host', 'port', 'maxBodyBytes', 'approvalTimeoutMs', 'approvalPolicy', 'store', 'queue', 'queueConcurrency', 'queueExpireSeconds', 'streamStallTimeoutMs']),
   });
   checkServable(harness.store);
   if (merged.store !== undefined) checkStoreSetting(merged.store, harness.store);
@@ -140,6 +142,7 @@ export async function startServer(harness: Harness, settings: ServeSettings, opt
     app = buildApp(turns, {
       token,
       maxBodyBytes: merged.maxBodyBytes,
+      streamStallTimeoutMs: merged.streamStallTimeoutMs,
       ...(queue ? { queue } : {}),
       ...(options.readOnly ? { readOnly: true } : {}),
       ...(options.viewerDir ? { viewerDir: options.viewerDir } : {}),

@@ -1,14 +1,19 @@
 /**
  * Live tails of session events, one per session per process, shared by all its subscribers
  * (`TurnService.events`). A session's tail merges, by seq, two sources of stored events: the
- * store's own tail (what any process stored, from the seq the first subscriber asked for) and the
- * batches this process's journals have written (`session/written`). Every subscriber has its own
- * cursor and queue: the tail passes each event on to every queue synchronously, never waiting for
- * a consumer, so a slow consumer slows neither the others nor the writer; a queue past its bound
- * is closed (`overflowed`; an SSE client then reconnects with Last-Event-ID). A subscriber that
- * asks for events the shared tail has passed on already gets them from the tail's recent events,
- * or else catches up through a tail of its own that stops once it has reached the shared one.
- * The tail starts with the first subscriber and stops after the last.
+ * store's own tail (what any process stored, from where it started) and the batches this
+ * process's journals have written (`session/written`). A live subscriber has its own cursor and
+ * queue: the tail passes each event on to every queue synchronously, never waiting for a consumer,
+ * so a slow consumer slows neither the others nor the writer; a queue past its bound is closed
+ * (`overflowed`; an SSE client then reconnects with Last-Event-ID).
+ *
+ * A subscriber starts by catching up on its own: it reads the store in pages from its seq, paced
+ * by its consumer (it reads on only while fewer than {@link CATCH_UP_QUEUED} events wait in its
+ * queue), so catching up from any distance behind holds a page and a queue of events, never the
+ * distance. It joins the shared tail as soon as the tail holds every event after its last one
+ * (the tail's recent events); one that reaches the store's end with no shared tail running
+ * starts it there. The shared tail thus starts at the store's end, never far behind it, and stops
+ * after its last subscriber.
  */
 import type { AnySessionEvent } from '../../runtime/index.ts';
 
@@ -19,8 +24,11 @@ export class EventQueue implements AsyncIterableIterator<AnySessionEvent> {
   private waiting: ((result: IteratorResult<AnySessionEvent>) => void) | null = null;
   private readonly closing = new AbortController();
   private overflow = false;
+  /** A producer waiting for fewer than `limit` queued events ({@link room}). */
+  private roomWaiting: { readonly limit: number; readonly resolve: () => void } | null = null;
   private readonly onReturn: () => void;
-  private readonly maxQueued: number;
+  /** Unread events past which the queue closes (`overflowed`). */
+  readonly maxQueued: number;
 
   constructor(onReturn: () => void, options: { maxQueued?: number } = {}) {
     this.onReturn = onReturn;
@@ -53,6 +61,25 @@ export class EventQueue implements AsyncIterableIterator<AnySessionEvent> {
     const waiting = this.waiting;
     this.waiting = null;
     waiting?.({ value: undefined, done: true });
+    const roomWaiting = this.roomWaiting;
+    this.roomWaiting = null;
+    roomWaiting?.resolve();
+  }
+
+  /**
+   * Resolves once fewer than `limit` events are queued, or the queue closed: a producer paced by
+   * the consumer (a catch-up reading the store) waits on it instead of queuing ahead.
+   */
+  room(limit: number): Promise<void> {
+    if (this.buffer.length - this.head < limit || this.closing.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => (this.roomWaiting = { limit, resolve }));
+  }
+
+  private wakeProducer(): void {
+    const roomWaiting = this.roomWaiting;
+    if (roomWaiting === null || this.buffer.length - this.head >= roomWaiting.limit) return;
+    this.roomWaiting = null;
+    roomWaiting.resolve();
   }
 
   next(): Promise<IteratorResult<AnySessionEvent>> {
@@ -62,6 +89,7 @@ export class EventQueue implements AsyncIterableIterator<AnySessionEvent> {
         this.buffer = [];
         this.head = 0;
       }
+      if (this.roomWaiting !== null) this.wakeProducer();
       return Promise.resolve({ value, done: false });
     }
     if (this.closing.signal.aborted) return Promise.resolve({ value: undefined, done: true });
@@ -74,6 +102,7 @@ export class EventQueue implements AsyncIterableIterator<AnySessionEvent> {
     const out = this.head === 0 ? this.buffer : this.buffer.slice(this.head);
     this.buffer = [];
     this.head = 0;
+    if (this.roomWaiting !== null) this.wakeProducer();
     return out;
   }
 
@@ -110,7 +139,7 @@ export class EventQueue implements AsyncIterableIterator<AnySessionEvent> {
 export interface TailSources {
   /** The stored events of session `id` after `afterSeq`, then each new one, until `signal` aborts. */
   tail(id: string, afterSeq: number, signal: AbortSignal): AsyncIterable<AnySessionEvent>;
-  /** The stored events of session `id` after `afterSeq` (one read, to the end). */
+  /** The stored events of session `id` after `afterSeq`, to the end, read as they are consumed (the store's pages). */
   read(id: string, afterSeq: number): AsyncIterable<AnySessionEvent>;
   /** A source failed (the subscribers it fed are closed: they reconnect). */
   failed?(id: string, error: unknown): void;
@@ -118,6 +147,12 @@ export interface TailSources {
 
 /** Events a tail keeps after passing them on, for subscribers that join a little behind it. */
 const RECENT_EVENTS = 1024;
+
+/**
+ * Events a catching-up subscriber's queue holds before its reading of the store waits for the
+ * consumer (with its page of the store, what a subscriber holds while it catches up).
+ */
+export const CATCH_UP_QUEUED = 1024;
 
 /** Passes events on in seq order, once each: an event ahead of the next seq waits for the gap to fill. */
 class SeqMerge {
@@ -150,15 +185,14 @@ class SeqMerge {
 class Subscriber {
   readonly queue: EventQueue;
   readonly merge: SeqMerge;
-  /** The subscriber's own tail while it catches up with the shared one, and the seq that ends it. */
-  catchUp?: { readonly controller: AbortController; readonly untilSeq: number };
+  /** The shared tail it has joined; undefined while it catches up on its own. */
+  tail: SessionTail | undefined;
+  /** Ends its own reading of the store (it joined, or it is gone). */
+  readonly catchUp = new AbortController();
 
   constructor(after: number, queue: EventQueue) {
     this.queue = queue;
-    this.merge = new SeqMerge(after, (event) => {
-      queue.push(event);
-      if (this.catchUp !== undefined && this.merge.last >= this.catchUp.untilSeq) this.catchUp.controller.abort();
-    });
+    this.merge = new SeqMerge(after, (event) => queue.push(event));
   }
 }
 
@@ -166,6 +200,7 @@ class SessionTail {
   /** The store's tail runs from seq `base + 1`; every later seq is passed on, in order. */
   readonly base: number;
   readonly merge: SeqMerge;
+  /** The subscribers it feeds (those that joined it). */
   readonly subscribers = new Set<Subscriber>();
   readonly controller = new AbortController();
   /** The last events passed on (at most 2 × RECENT_EVENTS), ending at `merge.last`. */
@@ -192,6 +227,8 @@ class SessionTail {
 /** The shared tails of a process's sessions (see the module comment). */
 export class SessionTails {
   private readonly tails = new Map<string, SessionTail>();
+  /** Every open subscriber per session, catching up or joined. */
+  private readonly subscribers = new Map<string, Set<Subscriber>>();
   private readonly sources: TailSources;
   private closed = false;
 
@@ -204,24 +241,21 @@ export class SessionTails {
    * on a queue of the caller's own (closing it unsubscribes).
    */
   subscribe(id: string, after: number, options: { maxQueued?: number } = {}): EventQueue {
-    let tail = this.tails.get(id);
-    const started = tail === undefined && !this.closed;
-    if (started) {
-      tail = new SessionTail(after);
-      this.tails.set(id, tail);
-    }
     let subscriber!: Subscriber;
-    const queue = new EventQueue(() => this.unsubscribe(id, tail, subscriber), options);
+    const queue = new EventQueue(() => this.unsubscribe(id, subscriber), options);
     subscriber = new Subscriber(after, queue);
-    if (tail === undefined) {
+    if (this.closed) {
       queue.close();
       return queue;
     }
-    tail.subscribers.add(subscriber);
-    if (started) this.run(id, tail);
-    const held = tail.since(after);
-    if (held !== undefined) for (const event of held) subscriber.merge.offer(event);
-    else this.catchUp(id, tail, subscriber);
+    let all = this.subscribers.get(id);
+    if (all === undefined) {
+      all = new Set();
+      this.subscribers.set(id, all);
+    }
+    all.add(subscriber);
+    const tail = this.tails.get(id);
+    if (tail === undefined || !this.join(tail, subscriber)) this.catchUp(id, subscriber);
     return queue;
   }
 
@@ -232,9 +266,16 @@ export class SessionTails {
     for (const event of events) tail.merge.offer(event);
   }
 
-  /** Subscribers of session `id`. */
+  /** Open subscribers of session `id`, catching up or joined. */
   count(id: string): number {
-    return this.tails.get(id)?.subscribers.size ?? 0;
+    return this.subscribers.get(id)?.size ?? 0;
+  }
+
+  /** Subscribers of session `id` still reading the store on their own (not joined to its shared tail yet). */
+  catchingUp(id: string): number {
+    let n = 0;
+    for (const subscriber of this.subscribers.get(id) ?? []) if (subscriber.tail === undefined) n++;
+    return n;
   }
 
   /** Sessions with a running tail. */
@@ -243,19 +284,20 @@ export class SessionTails {
   }
 
   /**
-   * Stops every tail, then passes on to each subscriber what the store holds after its last
-   * event (one read per session) and closes it: a consumer that reads to the end has seen all of
-   * the session there was.
+   * Stops every tail and catch-up, then passes on to each subscriber what the store holds after
+   * its last event (one read per session) and closes it: a consumer that reads to the end has
+   * seen all of the session there was.
    */
   async close(): Promise<void> {
     this.closed = true;
-    const tails = [...this.tails];
+    for (const tail of this.tails.values()) tail.controller.abort();
     this.tails.clear();
+    const sessions = [...this.subscribers];
+    this.subscribers.clear();
     await Promise.all(
-      tails.map(async ([id, tail]) => {
-        tail.controller.abort();
-        const subscribers = [...tail.subscribers];
-        for (const subscriber of subscribers) subscriber.catchUp?.controller.abort();
+      sessions.map(async ([id, all]) => {
+        const subscribers = [...all];
+        for (const subscriber of subscribers) subscriber.catchUp.abort();
         const open = subscribers.filter((subscriber) => !subscriber.queue.isClosed);
         try {
           if (open.length === 0) return;
@@ -270,11 +312,36 @@ export class SessionTails {
     );
   }
 
-  private unsubscribe(id: string, tail: SessionTail | undefined, subscriber: Subscriber): void {
-    subscriber.catchUp?.controller.abort();
+  /**
+   * Joins `subscriber` to the shared `tail` when the tail holds every event after the subscriber's
+   * last one (passed on now); false when it does not (the subscriber reads on by itself).
+   */
+  private join(tail: SessionTail, subscriber: Subscriber): boolean {
+    const held = tail.since(subscriber.merge.last);
+    if (held === undefined) return false;
+    subscriber.catchUp.abort();
+    subscriber.tail = tail;
+    tail.subscribers.add(subscriber);
+    for (const event of held) subscriber.merge.offer(event);
+    return true;
+  }
+
+  private unsubscribe(id: string, subscriber: Subscriber): void {
+    subscriber.catchUp.abort();
+    const all = this.subscribers.get(id);
+    if (all?.delete(subscriber) && all.size === 0) this.subscribers.delete(id);
+    const tail = subscriber.tail;
     if (tail === undefined || !tail.subscribers.delete(subscriber) || tail.subscribers.size > 0) return;
     tail.controller.abort();
     if (this.tails.get(id) === tail) this.tails.delete(id);
+  }
+
+  /** Starts session `id`'s shared tail after seq `base`. */
+  private start(id: string, base: number): SessionTail {
+    const tail = new SessionTail(base);
+    this.tails.set(id, tail);
+    this.run(id, tail);
+    return tail;
   }
 
   /** The store's tail, into the shared merge, until the tail stops; a failure closes its subscribers. */
@@ -295,25 +362,38 @@ export class SessionTails {
   }
 
   /**
-   * A subscriber behind what the shared tail holds: its own tail of the store from its seq, until
-   * it has reached the last seq the shared tail had passed on when it joined (from then on, the
-   * shared tail brings it every event). A tail, not a read: when it asked from further back than
-   * the shared tail's start, events up to that start may not be stored yet.
+   * A subscriber the shared tail cannot serve yet reads the store itself, in pages, reading on only
+   * while its queue has room (its consumer sets the pace), until it can join the shared tail. At
+   * the store's end it starts the shared tail when none runs. When the shared tail started further
+   * on (a subscriber asked from a seq not stored yet) it follows the store's tail itself, paced
+   * the same way, until it reaches the shared one.
    */
-  private catchUp(id: string, tail: SessionTail, subscriber: Subscriber): void {
-    const controller = new AbortController();
-    subscriber.catchUp = { controller, untilSeq: Math.max(tail.base, tail.merge.last) };
-    const signal = controller.signal;
+  private catchUp(id: string, subscriber: Subscriber): void {
+    const signal = subscriber.catchUp.signal;
+    const { queue, merge } = subscriber;
+    const limit = Math.max(1, Math.min(CATCH_UP_QUEUED, queue.maxQueued));
+    /** Passes `event` on once the queue has room; true when the subscriber is done catching up. */
+    const offer = async (event: AnySessionEvent): Promise<boolean> => {
+      if (queue.queued >= limit) await queue.room(limit);
+      if (signal.aborted) return true;
+      merge.offer(event);
+      const tail = this.tails.get(id);
+      return tail !== undefined && this.join(tail, subscriber);
+    };
     (async () => {
-      for await (const event of this.sources.tail(id, subscriber.merge.last, signal)) {
+      for (;;) {
+        const from = merge.last;
+        for await (const event of this.sources.read(id, from)) if (await offer(event)) return;
         if (signal.aborted) return;
-        subscriber.merge.offer(event);
-        if (signal.aborted) return;
+        if (merge.last === from) break; // the store's end
       }
+      const tail = this.tails.get(id) ?? this.start(id, merge.last);
+      if (this.join(tail, subscriber)) return;
+      for await (const event of this.sources.tail(id, merge.last, signal)) if (await offer(event)) return;
     })().catch((error: unknown) => {
       if (signal.aborted) return;
       this.sources.failed?.(id, error);
-      subscriber.queue.close();
+      queue.close();
     });
   }
 }

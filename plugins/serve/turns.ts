@@ -550,9 +550,12 @@ export class TurnService {
    * store on a change notice of the file (else at its 250 ms poll).
    *
    * One live tail of the store per session serves all of this process's streams of it (one
-   * PostgreSQL query per committed batch, however many subscribers): started by the first, stopped
-   * after the last (tail.ts). Each stream has its own queue: `maxQueued` bounds it (default
-   * unbounded) — a consumer that falls further behind finds its queue closed (`overflowed`) and
+   * PostgreSQL query per committed batch, however many subscribers): started at the store's end by
+   * the first subscriber to reach it, stopped after the last (tail.ts). A stream from further back
+   * first reads the store itself, in pages, as fast as its consumer takes the events (it holds a
+   * page and at most 1 024 queued events, however far behind it started), then joins the shared
+   * tail. Each live stream has its own queue: `maxQueued` bounds it (default unbounded) — a
+   * consumer that falls further behind the writer finds its queue closed (`overflowed`) and
    * subscribes again from the last seq it read; it never slows the other streams or the writer.
    * @throws HarnessError `INVALID_SESSION_ID`. A session the store does not hold ends the
    *   iteration at once (check first with {@link requireSession}).
@@ -574,9 +577,14 @@ export class TurnService {
     return queue;
   }
 
-  /** Subscribers of a session's live events (for tests and the bench). */
+  /** Open subscribers of a session's events, catching up or live (for tests and the bench). */
   subscriberCount(sessionId: string): number {
     return this.tails.count(sessionId);
+  }
+
+  /** Subscribers of a session still catching up on a read of the store of their own (for tests and the bench). */
+  catchingUpCount(sessionId: string): number {
+    return this.tails.catchingUp(sessionId);
   }
 
   /** Sessions whose live tail runs in this process (one each, whatever their subscribers; for tests and the bench). */
