@@ -219,10 +219,12 @@ export class Cassette {
   private compare(call: RecordedCall, options: GenerateOptions): string[] {
     // A journal with request snapshots: the whole model-visible request (on an alias route, without
     // the provider and the replay state the seam drops for a route of another provider).
-    if (call.request?.ok) {
+    if (call.snapshot?.ok) {
       const alias = this.aliases.has(options.provider);
-      if (!alias && this.hasherOf(options.sessionId).hash(options) === call.request.hash) return [];
-      const recorded = alias ? withoutRoute(call.request.request) : call.request.request;
+      if (!alias && this.hasherOf(options.sessionId).hash(options) === call.snapshot.hash) return [];
+      // Rebuilt only here (O(its messages)): a matching request is compared on the hash alone.
+      const built = call.snapshot.request().request;
+      const recorded = alias ? withoutRoute(built) : built;
       const actual = alias ? withoutRoute(canonicalRequest(options)) : canonicalRequest(options);
       const found = firstDifference(recorded, actual, matchesRecorded);
       return found === undefined ? [] : [`${found.path || '(request)'}: ${showDifference(found)}`];

@@ -283,7 +283,7 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
   // Routes the recording used that the config does not have: a stand-in route (the model is replaced anyway).
   const providers = new Set<string>();
   for (const call of everyCall) {
-    const provider = call.request?.ok ? call.request.request.config.provider : call.header?.config.provider;
+    const provider = call.snapshot?.ok ? call.snapshot.config.provider : call.header?.config.provider;
     if (typeof provider === 'string') providers.add(provider);
   }
   const missing = [...providers].filter((provider) => !harness.ctx.llm.hasRoute(provider));
@@ -382,7 +382,7 @@ async function rerun(harness: Harness, input: RerunInput): Promise<CassetteRepor
       return serve(request);
     },
   });
-  const legacy = calls.filter((call) => call.request === undefined).length;
+  const legacy = calls.filter((call) => call.snapshot === undefined).length;
   if (legacy > 0)
     notes.push(
       `${legacy === calls.length ? 'this journal predates' : `${legacy} of ${calls.length} calls predate`} request snapshots: ${legacy === calls.length ? 'its requests are' : 'those are'} compared on the request header (config, system, tools) and the message count only`,
@@ -613,10 +613,11 @@ function sameEnd(recorded: string | undefined, rerun: string | undefined): boole
 
 /** How a request compares with its recorded call: on the whole canonical request, or on the header. */
 function compareRequest(call: RecordedCall, request: GenerateOptions, hasher: RequestHasher): { kind: 'full' | 'header'; text?: string } {
-  const recorded = call.request;
+  const recorded = call.snapshot;
   if (recorded?.ok) {
     if (hasher.hash(request) === recorded.hash) return { kind: 'full' };
-    const found = firstDifference(recorded.request, canonicalRequest(request), matchesRecorded);
+    // Rebuilt only on a difference (O(its messages)).
+    const found = firstDifference(recorded.request().request, canonicalRequest(request), matchesRecorded);
     if (found === undefined) return { kind: 'full' };
     return { kind: 'full', text: `${found.path || '(request)'}: ${showDifference(found)}` };
   }
@@ -703,7 +704,7 @@ function planTurns(events: readonly AnySessionEvent[], calls: readonly RecordedC
       current.lastChunkSeq = event.seq;
       const call = callAt.get(event.seq);
       if (call !== undefined && current.plan.config === undefined) {
-        const config = call.request?.ok ? call.request.request.config : call.header?.config;
+        const config = call.snapshot?.ok ? call.snapshot.config : call.header?.config;
         if (config !== undefined) current.plan.config = { provider: config.provider, model: config.model, ...(config.reasoningEffort ? { reasoningEffort: config.reasoningEffort } : {}) };
       }
     } else if (event.type === 'approval/decided') current.decisions.push({ seq: event.seq, at: 'approval', callId: event.data.callId });

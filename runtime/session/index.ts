@@ -55,6 +55,7 @@ export {
   type CanonicalRequest,
   type CanonicalMessage,
   type RecordedRequest,
+  type RecordedSnapshot,
   type RequestSnapshot,
   type SnapshotMessage,
   type Difference,

@@ -14,7 +14,7 @@ import { createStoredJournal, storeOf, type OpenedJournal } from './open.ts';
 import { assertSessionId } from './paths.ts';
 import { parseEventLine, scanJournal, storeSource } from './reader.ts';
 import { planRepair } from './repair.ts';
-import { SnapshotReader, type RecordedRequest } from './snapshot.ts';
+import { SnapshotReader, type RecordedRequest, type RecordedSnapshot } from './snapshot.ts';
 import type { JournalStore } from './store.ts';
 import type { SessionSummary } from './summary.ts';
 import type { SessionState } from './types.ts';
@@ -221,7 +221,14 @@ export async function listChildSessions(parentId: string, dataDirOrStore?: strin
   return all.filter((summary) => summary.parentSession?.sessionId === parentId).sort((a, b) => (a.createdAtMs ?? 0) - (b.createdAtMs ?? 0) || a.id.localeCompare(b.id));
 }
 
-/** One model call as a journal recorded it (what a cassette replays). */
+/**
+ * One model call as a journal recorded it (what a cassette replays; DESIGN "Replay": cassette).
+ *
+ * Cheap to keep for every call of a long session: a call holds its own chunks and a few references;
+ * the two things that hold the whole history — the state before the call and the model-visible
+ * request — are built on demand by {@link RecordedCall.stateBefore} and {@link RecordedCall.request}
+ * (a list per call made the calls of a 10,000-turn journal hold ~10^8 references, gigabytes).
+ */
 export interface RecordedCall {
   /** 0-based position among all recorded calls. */
   readonly index: number;
@@ -233,18 +240,95 @@ export interface RecordedCall {
   readonly chunks: readonly StreamChunk[];
   readonly firstSeq: number;
   readonly lastSeq: number;
-  /** The request header in force when the call was made. */
+  /** The request header in force when the call was made (the last `request/header` before it). */
   readonly header?: RequestHeader;
-  /** The model-visible request, rebuilt from its `request/snapshot` (absent in journals written before snapshots). */
-  readonly request?: RecordedRequest;
+  /**
+   * The call's `request/snapshot`, as read: its hash, call config and message count, or why it cannot
+   * be rebuilt (absent in journals written before snapshots). {@link request} rebuilds the request.
+   */
+  readonly snapshot?: RecordedSnapshot;
   /** Surface length (the message count of the request) when the call was made. */
   readonly messageCount: number;
-  /** The state just before the call's first chunk (its surface is the request's history). */
-  readonly stateBefore: SessionState;
   /** The finish, when the recording has a finish chunk (absent: the call was cut). */
   readonly finish?: FinishReason;
   /** The `assistant/message` assembled from this call, when one was journaled. */
   readonly message?: SessionEvent<'assistant/message'>;
+  /**
+   * The model-visible request rebuilt from its `request/snapshot` (undefined in journals written
+   * before snapshots). Built anew on each call, O(its messages), and not kept.
+   */
+  request(): RecordedRequest | undefined;
+  /**
+   * The state just before the call's first chunk (its surface is the request's history), folded anew
+   * on each call and not kept: asked call after call in order, the fold goes on from the previous
+   * one (O(the events between them) plus a copy of the surface); asked for an earlier call, it folds
+   * from the journal's start.
+   * @throws HarnessError as the fold (`UNKNOWN_EVENT_TYPE` when a plugin type's reducer was unloaded since).
+   */
+  stateBefore(): SessionState;
+}
+
+/** The events of a recording, folded on demand up to a call (one fold shared by its calls, going forward). */
+class RecordingFold {
+  private folder: Folder | undefined;
+  /** `events[0..applied)` are in `folder`. */
+  private applied = 0;
+
+  constructor(
+    private readonly events: readonly AnySessionEvent[],
+    private readonly init: SessionState,
+  ) {}
+
+  /** The state after `events[0..end)`. */
+  stateBefore(end: number): SessionState {
+    if (this.folder === undefined || end < this.applied) {
+      this.folder = new Folder(this.init);
+      this.applied = 0;
+    }
+    const folder = this.folder;
+    while (this.applied < end) folder.apply(this.events[this.applied++]!);
+    return folder.finish();
+  }
+}
+
+class Call implements RecordedCall {
+  readonly chunks: StreamChunk[] = [];
+  lastSeq: number;
+  // Declared only: an absent one is no key at all (as on the plain objects calls were before).
+  declare finish?: FinishReason;
+  declare message?: SessionEvent<'assistant/message'>;
+  declare readonly header?: RequestHeader;
+  declare readonly snapshot?: RecordedSnapshot;
+  readonly #fold: RecordingFold;
+  /** The index of the call's first chunk in the recording's events. */
+  readonly #eventIndex: number;
+
+  constructor(
+    readonly index: number,
+    readonly turn: number,
+    readonly step: number,
+    readonly attempt: number,
+    readonly firstSeq: number,
+    readonly messageCount: number,
+    header: RequestHeader | undefined,
+    snapshot: RecordedSnapshot | undefined,
+    fold: RecordingFold,
+    eventIndex: number,
+  ) {
+    this.lastSeq = firstSeq;
+    if (header !== undefined) this.header = header;
+    if (snapshot !== undefined) this.snapshot = snapshot;
+    this.#fold = fold;
+    this.#eventIndex = eventIndex;
+  }
+
+  request(): RecordedRequest | undefined {
+    return this.snapshot?.request();
+  }
+
+  stateBefore(): SessionState {
+    return this.#fold.stateBefore(this.#eventIndex);
+  }
 }
 
 /**
@@ -253,21 +337,31 @@ export interface RecordedCall {
  * or any change of (turn, step), and ends with its finish chunk (or where the recording stops
  * streaming it). So a retried step has one call per attempt, and a call re-made after a recovery
  * (a failed call, a compaction, the same step) is a call of its own.
+ *
+ * Linear in the journal: one pass, O(1) per event apart from what it carries (the fold's surface is
+ * never copied here; see {@link RecordedCall} for what is built on demand). The calls keep the
+ * events (a copy of the list) for {@link RecordedCall.stateBefore}.
+ * @param init the state the events start from (default `initialState('')`).
+ * @throws HarnessError as the fold (`UNKNOWN_EVENT_TYPE`, `INVALID_EVENT_DATA`).
  */
 export function recordedCalls(events: Iterable<AnySessionEvent>, init?: SessionState): RecordedCall[] {
-  const calls: (RecordedCall & { chunks: StreamChunk[]; lastSeq: number; finish?: FinishReason; message?: SessionEvent<'assistant/message'> })[] = [];
-  // One fold for the whole journal (a transition per event would copy the surface each time); the
-  // state is finished only where a call starts.
-  const folder = new Folder(init ?? initialState(''));
-  let current: (typeof calls)[number] | undefined;
+  const list = Array.from(events);
+  const start = init ?? initialState('');
+  const fold = new RecordingFold(list, start);
+  const calls: Call[] = [];
+  // One fold for the whole journal, never finished here: the message count is its length.
+  const folder = new Folder(start);
+  let header = start.header;
+  let current: Call | undefined;
   const perStep = new Map<string, number>();
   const snapshots = new SnapshotReader();
-  let request: RecordedRequest | undefined;
-  for (const event of events) {
+  let snapshot: RecordedSnapshot | undefined;
+  for (let i = 0; i < list.length; i++) {
+    const event = list[i]!;
     const type = event.type;
-    const rebuilt = snapshots.push(event);
-    if (rebuilt !== undefined) {
-      request = rebuilt;
+    const read = snapshots.read(event);
+    if (read !== undefined) {
+      snapshot = read;
       continue;
     }
     if (type === 'assistant/chunk') {
@@ -276,22 +370,9 @@ export function recordedCalls(events: Iterable<AnySessionEvent>, init?: SessionS
         const key = `${turn}:${step}`;
         const attempt = perStep.get(key) ?? 0;
         perStep.set(key, attempt + 1);
-        const state = folder.finish();
-        current = {
-          index: calls.length,
-          turn,
-          step,
-          attempt,
-          chunks: [],
-          firstSeq: event.seq,
-          lastSeq: event.seq,
-          ...(state.header !== undefined ? { header: state.header } : {}),
-          ...(request !== undefined ? { request } : {}),
-          messageCount: state.messages.length,
-          stateBefore: state,
-        };
+        current = new Call(calls.length, turn, step, attempt, event.seq, folder.messageCount, header, snapshot, fold, i);
         calls.push(current);
-        request = undefined;
+        snapshot = undefined;
       }
       current.chunks.push(chunk);
       current.lastSeq = event.seq;
@@ -304,6 +385,8 @@ export function recordedCalls(events: Iterable<AnySessionEvent>, init?: SessionS
       current = undefined;
     } else if (type === 'step/start' || type === 'step/end' || type === 'llm/retry' || type === 'turn/start' || type === 'turn/end') {
       current = undefined;
+    } else if (type === 'request/header') {
+      header = (event as SessionEvent<'request/header'>).data.header;
     }
     folder.apply(event);
   }

@@ -233,14 +233,95 @@ export type RecordedRequest =
   | { readonly ok: false; readonly hash: string; readonly problem: string; readonly seq: number };
 
 /**
+ * One `request/snapshot` as read, cheap to keep: its hash, seq, call config and message count, and
+ * {@link RecordedSnapshot.request} to rebuild the whole canonical request. Keeping one per model
+ * call of a long session costs O(the messages each call added), not O(its history): a request holds
+ * the whole history, and a list per call made a 10,000-turn journal's calls hold ~10^8 references.
+ */
+export type RecordedSnapshot = (
+  | { readonly ok: true; readonly config: LlmCallConfig; request(): Extract<RecordedRequest, { ok: true }> }
+  | { readonly ok: false; readonly problem: string; request(): Extract<RecordedRequest, { ok: false }> }
+) & {
+  /** The recorded hash of the canonical request (sha256, hex). */
+  readonly hash: string;
+  readonly seq: number;
+  /** How many messages the request has. */
+  readonly messageCount: number;
+  /** The canonical request (or why it cannot be rebuilt), built anew on each call: O(its messages); not kept. */
+  request(): RecordedRequest;
+};
+
+/**
+ * A request's message list as its last node: the lists of successive snapshots share their common
+ * prefix, so a snapshot costs one node per message it adds, and keeping `keep` messages walks back
+ * from the previous list's end (each node is walked past at most once: linear overall).
+ */
+interface MessageNode {
+  readonly message: Message;
+  readonly previous: MessageNode | undefined;
+  /** The list's length up to and with this node. */
+  readonly length: number;
+}
+
+function messagesOf(tail: MessageNode | undefined): Message[] {
+  const out = new Array<Message>(tail?.length ?? 0);
+  for (let node = tail; node !== undefined; node = node.previous) out[node.length - 1] = node.message;
+  return out;
+}
+
+class Snapshot {
+  readonly ok: boolean;
+  readonly config: LlmCallConfig | undefined;
+  readonly problem: string | undefined;
+  readonly #system: string | null | undefined;
+  readonly #tools: readonly ToolSpec[] | undefined;
+  readonly #tail: MessageNode | undefined;
+
+  constructor(
+    readonly hash: string,
+    readonly seq: number,
+    parts: { config?: LlmCallConfig; system?: string | null; tools?: readonly ToolSpec[]; tail: MessageNode | undefined },
+    problem: string | undefined,
+  ) {
+    this.ok = problem === undefined;
+    this.problem = problem;
+    this.config = problem === undefined ? parts.config : undefined;
+    this.#system = parts.system;
+    this.#tools = parts.tools;
+    this.#tail = parts.tail;
+  }
+
+  get messageCount(): number {
+    return this.#tail?.length ?? 0;
+  }
+
+  request(): RecordedRequest {
+    if (!this.ok) return { ok: false, hash: this.hash, problem: this.problem!, seq: this.seq };
+    const system = this.#system;
+    const request: CanonicalRequest = {
+      config: this.config!,
+      ...(system === null || system === undefined ? {} : { system }),
+      tools: this.#tools!,
+      messages: messagesOf(this.#tail).map(sharedCanonicalMessage),
+    };
+    return { ok: true, hash: this.hash, request, seq: this.seq };
+  }
+}
+
+/**
  * Rebuilds each `request/snapshot` of a journal (in order) into its canonical request. Feed it every
- * event; `push` returns the rebuilt request for a snapshot event, else undefined.
+ * event; `push` returns the rebuilt request for a snapshot event, else undefined; `read` returns it
+ * unbuilt ({@link RecordedSnapshot}), in O(the messages the snapshot adds).
  */
 export class SnapshotReader {
   private readonly byId = new Map<string, Message>();
-  private previous: { config?: LlmCallConfig; system?: string | null; tools?: readonly ToolSpec[]; messages: readonly Message[] } = { messages: [] };
+  private previous: { config?: LlmCallConfig; system?: string | null; tools?: readonly ToolSpec[]; tail: MessageNode | undefined } = { tail: undefined };
 
   push(event: AnySessionEvent): RecordedRequest | undefined {
+    return this.read(event)?.request();
+  }
+
+  read(event: AnySessionEvent): RecordedSnapshot | undefined {
     switch (event.type) {
       case 'user/message':
       case 'assistant/message':
@@ -261,33 +342,34 @@ export class SnapshotReader {
     if (message !== undefined && typeof message.id === 'string') this.byId.set(message.id, message);
   }
 
-  private rebuild(event: SessionEvent<'request/snapshot'>): RecordedRequest {
+  private rebuild(event: SessionEvent<'request/snapshot'>): RecordedSnapshot {
     const data = event.data;
     const previous = this.previous;
     const config = data.config ?? previous.config;
     const system = data.system !== undefined ? data.system : previous.system;
     const tools = data.tools ?? previous.tools;
-    const kept = previous.messages.slice(0, Math.min(data.messages.keep, previous.messages.length));
-    const messages: Message[] = [...kept];
-    let problem = data.messages.keep > previous.messages.length ? `it keeps ${data.messages.keep} messages of a previous snapshot that has ${previous.messages.length}` : undefined;
+    const previousLength = previous.tail?.length ?? 0;
+    const keep = Math.min(data.messages.keep, previousLength);
+    let tail = previous.tail;
+    while (tail !== undefined && tail.length > keep) tail = tail.previous;
+    let problem = data.messages.keep > previousLength ? `it keeps ${data.messages.keep} messages of a previous snapshot that has ${previousLength}` : undefined;
     for (const entry of data.messages.add) {
       const id = typeof entry === 'string' ? entry : 'replayState' in entry && entry.replayState === false ? entry.id : undefined;
-      if (id === undefined) {
-        messages.push(entry as Message);
-        continue;
+      let message: Message;
+      if (id === undefined) message = entry as Message;
+      else {
+        const stored = this.byId.get(id);
+        if (stored === undefined) {
+          problem ??= `it names message ${id}, which the journal does not have before seq ${event.seq}`;
+          continue;
+        }
+        message = typeof entry === 'string' || stored.source?.kind !== 'model' ? stored : withoutReplayState(stored);
       }
-      const stored = this.byId.get(id);
-      if (stored === undefined) {
-        problem ??= `it names message ${id}, which the journal does not have before seq ${event.seq}`;
-        continue;
-      }
-      messages.push(typeof entry === 'string' || stored.source?.kind !== 'model' ? stored : withoutReplayState(stored));
+      tail = { message, previous: tail, length: (tail?.length ?? 0) + 1 };
     }
     if (config === undefined || tools === undefined || system === undefined) problem ??= 'an earlier snapshot with its config, system and tools is missing';
-    this.previous = { ...(config ? { config } : {}), ...(system !== undefined ? { system } : {}), ...(tools ? { tools } : {}), messages };
-    if (problem !== undefined) return { ok: false, hash: data.hash, problem, seq: event.seq };
-    const request: CanonicalRequest = { config: config!, ...(system === null || system === undefined ? {} : { system }), tools: tools!, messages: messages.map(sharedCanonicalMessage) };
-    return { ok: true, hash: data.hash, request, seq: event.seq };
+    this.previous = { ...(config ? { config } : {}), ...(system !== undefined ? { system } : {}), ...(tools ? { tools } : {}), tail };
+    return new Snapshot(data.hash, event.seq, this.previous, problem) as unknown as RecordedSnapshot;
   }
 }
 

@@ -97,7 +97,10 @@ describe('recorded requests', () => {
     for await (const event of readJournal(shortRecording)) events.push(event);
     const calls = recordedCalls(events);
     expect(calls).toHaveLength(30);
-    const requests = calls.map((call) => (call.request?.ok ? call.request.request : undefined));
+    const requests = calls.map((call) => {
+      const recorded = call.request();
+      return recorded?.ok ? recorded.request : undefined;
+    });
     expect(requests[29]!.messages).toHaveLength(59);
     expect(requests[29]!.messages[0]).toEqual({ role: 'user', content: [{ type: 'text', text: 'question 1: what next?' }] });
     for (let i = 1; i < 30; i++) expect(requests[i]!.messages[0]).toBe(requests[i - 1]!.messages[0]);

@@ -63,7 +63,7 @@ describe('request/snapshot', () => {
     // Each snapshot comes right before its call's first chunk.
     for (const call of calls) expect(events.find((e) => e.seq === call.firstSeq - 1)?.type).toBe('request/snapshot');
     for (const [i, call] of calls.entries()) {
-      const recorded = call.request!;
+      const recorded = call.request()!;
       expect(recorded.ok).toBe(true);
       if (!recorded.ok) continue;
       expect(recorded.request.system).toBe('Be brief. (rewritten)');

@@ -29,7 +29,7 @@ function requestFor(call: RecordedCall, overrides: Partial<GenerateOptions> = {}
   return {
     provider: call.header!.config.provider,
     model: call.header!.config.model,
-    messages: call.stateBefore.messages,
+    messages: call.stateBefore().messages,
     tools,
     ...(typeof call.header?.system === 'string' ? { system: call.header.system } : {}),
     ...overrides,
@@ -80,7 +80,7 @@ describe('llm-replay: a journal as a cassette', () => {
     const cassette = createCassette((await importDshSession(join(dshRoot, 'headless-agent/pty-tools/session.jsonl'))).events);
     const harness = await harnessWith({ cassette, provider: 'deepseek-official' });
     const call = cassette.calls[0]!;
-    const chunks = await collect(harness.llm.stream(requestFor(call, { model: 'gpt-x', messages: call.stateBefore.messages.slice(1), tools: [{ name: 'bash', description: '', inputSchema: {} }] })));
+    const chunks = await collect(harness.llm.stream(requestFor(call, { model: 'gpt-x', messages: call.stateBefore().messages.slice(1), tools: [{ name: 'bash', description: '', inputSchema: {} }] })));
     expect(chunks).toHaveLength(1);
     const finish = chunks[0] as Extract<StreamChunk, { type: 'finish' }>;
     expect(finish.finish.kind).toBe('error');
