@@ -57,7 +57,7 @@ declare global {
      * ```ts
      * declare global {
      *   namespace Harness {
-     *     interface HookMap { 'log/line': import('harness').EmitHook<{ text: string }> }
+     *     interface HookMap { 'log/line': import('harness-runtime').EmitHook<{ text: string }> }
      *   }
      * }
      * ```
