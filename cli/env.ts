@@ -83,11 +83,20 @@ export interface Io {
 }
 
 export function processIo(): Io {
-  for (const stream of [process.stdout, process.stderr]) {
-    maskSecretsIn(stream);
-    saneSizeOf(stream);
-  }
+  for (const stream of [process.stdout, process.stderr]) terminalStream(stream);
   return { out: process.stdout, err: process.stderr, c: pc, interactive: process.stdout.isTTY === true };
+}
+
+/**
+ * `stream` as the CLI prints to it: every write through the secret redactor, and (a terminal) a
+ * size of 80 × 24 while it reports 0. Idempotent; returns `stream`. processIo applies it to stdout
+ * and stderr, and a renderer to whatever streams its Io has (an embedder's or a test's too), so no
+ * spinner ever divides by 0 columns.
+ */
+export function terminalStream(stream: NodeJS.WriteStream): NodeJS.WriteStream {
+  maskSecretsIn(stream);
+  saneSizeOf(stream);
+  return stream;
 }
 
 const MASKED = Symbol.for('harness.cli.masked-stream');

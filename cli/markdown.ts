@@ -8,7 +8,7 @@
  * rendered a block at a time ({@link MarkdownStream}): a paragraph, list or code fence is printed
  * once it is complete, the rest when the text block ends.
  */
-import type { Io } from './env.ts';
+import { type Io, terminalStream } from './env.ts';
 
 /** Renders a complete piece of markdown (already printable) for the terminal. */
 export type RenderMarkdown = (markdown: string) => string;
@@ -20,7 +20,7 @@ export type RenderMarkdown = (markdown: string) => string;
 export async function markdownFor(io: Io): Promise<RenderMarkdown | undefined> {
   if (!io.interactive || !(io.c as { isColorSupported?: boolean }).isColorSupported) return undefined;
   const [{ Marked }, { markedTerminal }] = await Promise.all([import('marked'), import('marked-terminal')]);
-  const width = Math.max(40, Math.min(io.out.columns ?? 100, 120));
+  const width = Math.max(40, Math.min(terminalStream(io.out).columns ?? 100, 120));
   const marked = new Marked(markedTerminal({ width, reflowText: false, tab: 2 }) as Parameters<InstanceType<typeof Marked>['use']>[0]);
   return (markdown) => (marked.parse(markdown, { async: false }) as string).replace(/\n+$/, '\n');
 }

@@ -7,7 +7,7 @@
  */
 import ora, { type Ora } from 'ora';
 import type { AnySessionEvent, ForwardedEvent, Message, SessionEvent, SessionHeader, StreamChunk } from '../runtime/index.ts';
-import type { Io } from './env.ts';
+import { type Io, terminalStream } from './env.ts';
 import { diffLine, hasUnifiedDiff } from './diff-view.ts';
 import { MarkdownStream, type RenderMarkdown } from './markdown.ts';
 import { formatArguments, formatMs, formatUsage, headLines, oneLine, printable, PrintableStream, toolResultText } from './format.ts';
@@ -60,6 +60,9 @@ export class LiveRenderer {
   lastTurnEnd: SessionEvent<'turn/end'> | undefined;
 
   constructor(io: Io, options: { markdown?: RenderMarkdown } = {}) {
+    // The spinner erases ⌈width ÷ columns⌉ rows: its streams get the CLI's size rule whoever made them.
+    terminalStream(io.out);
+    terminalStream(io.err);
     this.io = io;
     this.markdown = options.markdown;
   }
