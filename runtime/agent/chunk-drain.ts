@@ -2,7 +2,9 @@
  * The per-chunk loop of a model call (runtime/agent/session.ts `streamCall`): reads the call's
  * chunks and hands each to `onChunk` in order, with no `await` per chunk — an `await` in an async
  * function costs a frame resume and its closures on every chunk; here each read is one `.then`
- * with continuations bound once per call.
+ * with continuations bound once per call — or, from the runtime's own stream (the `llm/stream`
+ * boundary with no middleware in front), a `[READ_NEXT]` that hands the chunk over with no
+ * promise of this stage at all (runtime/llm/read-next.ts).
  *
  * It behaves as the `for (;;) { next = await chunks.next(); … }` loop it replaces:
  * - the stream's end resolves `run()`;
@@ -12,6 +14,7 @@
  * - `onChunk` may return a promise: the next read waits for it; `onChunk` throwing (or its promise
  *   rejecting) rejects `run()`, with the stream not ended (the caller closes its iterator).
  */
+import { isChunkReader, READ_NEXT, type ChunkReader } from '../llm/read-next.ts';
 import type { StreamChunk } from '../llm/types.ts';
 
 export class ChunkDrain {
@@ -21,12 +24,16 @@ export class ChunkDrain {
   private last = false;
   private resolve: () => void = () => undefined;
   private reject: (error: unknown) => void = () => undefined;
+  /** The stream, when it can be read without a promise per chunk. */
+  private readonly reader: ChunkReader | undefined;
 
   constructor(
     private readonly chunks: AsyncIterator<StreamChunk>,
     private readonly onChunk: (chunk: StreamChunk) => void | Promise<void>,
     private readonly onReadError: (error: unknown) => StreamChunk,
-  ) {}
+  ) {
+    this.reader = isChunkReader(chunks) ? chunks : undefined;
+  }
 
   /** Drains the stream; resolves at its end, or after the failure chunk. */
   run(): Promise<void> {
@@ -38,6 +45,16 @@ export class ChunkDrain {
   }
 
   private read(): void {
+    const reader = this.reader;
+    if (reader !== undefined) {
+      // Both continuations catch everything; either may run before this returns.
+      try {
+        reader[READ_NEXT](this.onNext, this.onRejected);
+      } catch (error) {
+        this.onRejected(error);
+      }
+      return;
+    }
     let next: Promise<IteratorResult<StreamChunk>>;
     try {
       next = Promise.resolve(this.chunks.next());

@@ -23,6 +23,7 @@
 import { HarnessError } from '../kernel/errors.ts';
 import { LlmAdapter, type AdapterDefaults, type ReplayDegradeReport } from './adapter.ts';
 import { LlmError, isProgrammingError, pluginFailure } from './errors.ts';
+import { MAX_SYNC_READS, READ_NEXT, type ChunkReader, type ReadError, type ReadResult } from './read-next.ts';
 import type { ModelInfo, ProviderInfo, StreamChunk } from './types.ts';
 
 /** Maps a thrown value to the `LlmError` it stands for; `provider` names the route in the message. */
@@ -296,8 +297,13 @@ export interface StreamPumpOptions<Event> {
  * the idle timer runs from then on. Failures are thrown as `LlmError` (see `CallControl.toLlmError`);
  * `return()` (the consumer stopped) releases the request.
  */
-export class StreamPump<Event> implements AsyncIterableIterator<StreamChunk> {
+export class StreamPump<Event> implements AsyncIterableIterator<StreamChunk>, ChunkReader {
   private control: CallControl | undefined;
+  /** The callbacks of the `[READ_NEXT]` in flight (one read at a time, as with `next()`). */
+  private readResult: ReadResult | undefined;
+  private readError: ReadError | undefined;
+  /** Nested synchronous `[READ_NEXT]` hand-offs of buffered chunks. */
+  private syncReads = 0;
   private iterator: AsyncIterator<Event> | undefined;
   private pos = 0;
   private done = false;
@@ -342,6 +348,72 @@ export class StreamPump<Event> implements AsyncIterableIterator<StreamChunk> {
     }
     return step.then(this.onStep, this.onError);
   }
+
+  /**
+   * `next()` without its promise (see runtime/llm/read-next.ts): a chunk already parsed is handed
+   * over at once (up to MAX_SYNC_READS nested), an SDK event through one continuation.
+   */
+  [READ_NEXT](onResult: ReadResult, onError: ReadError): void {
+    const out = this.parser.out;
+    if (this.pos < out.length) {
+      const result: IteratorResult<StreamChunk> = { value: out[this.pos++]!, done: false };
+      if (this.syncReads >= MAX_SYNC_READS) {
+        void Promise.resolve(result).then(onResult);
+        return;
+      }
+      this.syncReads++;
+      try {
+        onResult(result);
+      } finally {
+        this.syncReads--;
+      }
+      return;
+    }
+    if (this.iterator === undefined || this.done) {
+      this.step().then(onResult, onError);
+      return;
+    }
+    if (this.pos !== 0) {
+      if (out.length === 1) out.pop();
+      else out.length = 0;
+      this.pos = 0;
+    }
+    this.control!.wait();
+    let step: Promise<IteratorResult<Event>>;
+    try {
+      step = Promise.resolve(this.iterator.next());
+    } catch (error) {
+      step = Promise.reject(error);
+    }
+    this.readResult = onResult;
+    this.readError = onError;
+    void step.then(this.onReadStep, this.onReadFailure);
+  }
+
+  private readonly onReadStep = (step: IteratorResult<Event>): void => {
+    const onResult = this.readResult!;
+    const onError = this.readError!;
+    let result: IteratorResult<StreamChunk> | Promise<IteratorResult<StreamChunk>>;
+    try {
+      result = this.onStep(step);
+    } catch (error) {
+      onError(error);
+      return;
+    }
+    if (result instanceof Promise) result.then(onResult, onError);
+    else onResult(result);
+  };
+
+  private readonly onReadFailure = (error: unknown): void => {
+    const onError = this.readError!;
+    let mapped: unknown;
+    try {
+      this.onError(error);
+    } catch (thrown) {
+      mapped = thrown;
+    }
+    onError(mapped);
+  };
 
   /** An SDK event arrived on the fast path: parse it and hand out its first chunk (or read on). */
   private readonly onStep = (step: IteratorResult<Event>): IteratorResult<StreamChunk> | Promise<IteratorResult<StreamChunk>> => {

@@ -5,6 +5,7 @@
 import { deepFreeze } from '../kernel/freeze.ts';
 import { DigestTracker } from './digest.ts';
 import { LlmError, failureOf, isProgrammingError, llmFailure, pluginFailure } from './errors.ts';
+import { isChunkReader, READ_NEXT, type ChunkReader, type ReadError, type ReadResult } from './read-next.ts';
 import type { GenerateOptions, StreamChunk } from './types.ts';
 
 /** What the boundary needs of the service: open the adapter stream (route, replay discipline, enter). */
@@ -30,7 +31,7 @@ export interface AdapterOpener {
  * it starts on the first `next()`, queues overlapping `next()` calls, and after the terminal chunk
  * (or on `return()`) closes the adapter iterator and leaves the registration once.
  */
-export class BoundaryStream implements AsyncIterableIterator<StreamChunk> {
+export class BoundaryStream implements AsyncIterableIterator<StreamChunk>, ChunkReader {
   private iterator: AsyncIterator<StreamChunk> | undefined;
   private exit: (() => void) | undefined;
   /** 0: not started; 1: streaming; 2: the terminal chunk was handed out; 3: closed. */
@@ -44,6 +45,11 @@ export class BoundaryStream implements AsyncIterableIterator<StreamChunk> {
   private digests: DigestTracker | undefined;
   /** The plugin that registered the adapter (named in `PLUGIN_ERROR`). */
   private owner: string | undefined;
+  /** The callbacks of the `[READ_NEXT]` in flight. */
+  private readResult: ReadResult | undefined;
+  private readError: ReadError | undefined;
+  /** Resolves a `return()` (or `next()`) that queued behind a `[READ_NEXT]` in flight. */
+  private readSettled: (() => void) | undefined;
 
   constructor(
     private readonly service: AdapterOpener,
@@ -73,6 +79,68 @@ export class BoundaryStream implements AsyncIterableIterator<StreamChunk> {
     return this.schedule(this.stepOp);
   }
 
+  /**
+   * `next()` without its promise (see runtime/llm/read-next.ts): in the steady state, the
+   * adapter's own `[READ_NEXT]` and then `afterStep`, handed on in the same continuation; anything
+   * else as `next()`.
+   */
+  [READ_NEXT](onResult: ReadResult, onError: ReadError): void {
+    const iterator = this.iterator;
+    if (this.pending === 0 && this.state === 1 && this.options.signal?.aborted !== true && isChunkReader(iterator)) {
+      this.pending = 1;
+      this.last = undefined;
+      this.readResult = onResult;
+      this.readError = onError;
+      try {
+        iterator[READ_NEXT](this.onReadStep, this.onReadFailure);
+      } catch (error) {
+        this.onReadFailure(error);
+      }
+      return;
+    }
+    this.next().then(onResult, onError);
+  }
+
+  private readonly onReadStep = (step: IteratorResult<StreamChunk>): void => {
+    const onResult = this.readResult!;
+    const onError = this.readError!;
+    let result: IteratorResult<StreamChunk>;
+    try {
+      result = this.afterStep(step);
+    } catch (error) {
+      this.readDone();
+      onError(error);
+      return;
+    }
+    this.readDone();
+    onResult(result);
+  };
+
+  private readonly onReadFailure = (error: unknown): void => {
+    const onResult = this.readResult!;
+    const onError = this.readError!;
+    let result: IteratorResult<StreamChunk>;
+    try {
+      result = this.stepFailed(error);
+    } catch (thrown) {
+      this.readDone();
+      onError(thrown);
+      return;
+    }
+    this.readDone();
+    onResult(result);
+  };
+
+  /** The `[READ_NEXT]` in flight is over: its place in the queue is released. */
+  private readDone(): void {
+    this.pending--;
+    const settled = this.readSettled;
+    if (settled !== undefined) {
+      this.readSettled = undefined;
+      settled();
+    }
+  }
+
   return(): Promise<IteratorResult<StreamChunk>> {
     return this.schedule(this.closeOp);
   }
@@ -84,7 +152,8 @@ export class BoundaryStream implements AsyncIterableIterator<StreamChunk> {
 
   /** Runs `op` now, or after the calls still running (an async generator queues its calls too). */
   private schedule(op: () => Promise<IteratorResult<StreamChunk>>): Promise<IteratorResult<StreamChunk>> {
-    const result = this.pending++ === 0 ? op() : this.last!.then(op, op);
+    // A `[READ_NEXT]` in flight has no promise of its own: one is made only for what waits behind it.
+    const result = this.pending++ === 0 ? op() : (this.last ?? new Promise<void>((resolve) => (this.readSettled = resolve))).then(op, op);
     this.last = result;
     return result;
   }
