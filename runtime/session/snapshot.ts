@@ -100,6 +100,53 @@ export function canonicalHash(request: CanonicalRequest): string {
 }
 
 /**
+ * What a {@link RequestRecorder} or {@link RequestHasher} keeps of the previous request: its header
+ * (canonical JSON of config, system prompt and tools), its messages, and the sha256 state over
+ * both (see {@link requestHash}), for the next request to continue.
+ */
+interface LastRequest {
+  readonly header: RequestHeader;
+  readonly messages: readonly Message[];
+  readonly hash: Hash;
+}
+
+/** A request's call config, system prompt and tools, canonical, with their canonical JSON. */
+interface RequestHeader {
+  readonly config: LlmCallConfig;
+  readonly configJson: string;
+  readonly system: string | null;
+  readonly tools: readonly ToolSpec[];
+  readonly toolsJson: string;
+}
+
+function headerOf(request: GenerateOptions): RequestHeader {
+  const config = canonicalConfig(request);
+  const tools = canonicalRequest({ ...request, messages: [] }).tools;
+  return { config, configJson: canonicalJson(config), system: request.system ?? null, tools, toolsJson: canonicalJson(tools) };
+}
+
+function sameHeader(a: RequestHeader, b: RequestHeader): boolean {
+  return a.configJson === b.configJson && a.system === b.system && a.toolsJson === b.toolsJson;
+}
+
+/**
+ * The sha256 state over `header` and `messages`: the previous request's state continued over the
+ * messages after `keep` when the header is the same and `keep` (canonically equal messages, said
+ * by the caller) is the previous request's whole list; else hashed anew.
+ */
+function continuedHash(last: LastRequest | undefined, header: RequestHeader, messages: readonly Message[], keep: number): Hash {
+  const continues = last !== undefined && keep === last.messages.length && sameHeader(last.header, header);
+  const hash = continues ? last.hash.copy() : headerHash(header.configJson, header.system, header.toolsJson);
+  for (let i = continues ? keep : 0; i < messages.length; i++) hash.update(`\n${jsonOfMessage(messages[i]!)}`);
+  return hash;
+}
+
+/** The request to keep for the next one; a list that is not frozen may change in place, so its items are copied. */
+function lastRequest(header: RequestHeader, messages: readonly Message[], hash: Hash): LastRequest {
+  return { header, messages: Object.isFrozen(messages) ? messages : messages.slice(), hash };
+}
+
+/**
  * Builds the `request/snapshot` of each call as a delta against the previous one (one writer per
  * session and process: after a resume the first snapshot is complete again).
  *
@@ -110,27 +157,14 @@ export function canonicalHash(request: CanonicalRequest): string {
  * request's hash state (`Hash.copy()`) when the new request keeps all of its messages.
  */
 export class RequestRecorder {
-  private last:
-    | {
-        configJson: string;
-        system: string | null;
-        toolsJson: string;
-        messages: readonly Message[];
-        /** sha256 state over the header and all of `messages` (see {@link requestHash}). */
-        hash: Hash;
-      }
-    | undefined;
+  private last: LastRequest | undefined;
 
   /**
    * @param surface the journaled surface when the call was made: a message that is the very object
    *   of this list is written by id.
    */
   snapshot(turn: number, step: number, request: GenerateOptions, surface: readonly Message[]): RequestSnapshot {
-    const config = canonicalConfig(request);
-    const configJson = canonicalJson(config);
-    const system = request.system ?? null;
-    const tools = canonicalRequest({ ...request, messages: [] }).tools;
-    const toolsJson = canonicalJson(tools);
+    const header = headerOf(request);
     const last = this.last;
     const messages = request.messages;
     let keep = 0;
@@ -147,18 +181,15 @@ export class RequestRecorder {
       return message;
     });
     // Kept messages are canonically equal to the previous request's (sameMessage): its hash state goes on.
-    const continues = last !== undefined && keep === last.messages.length && last.configJson === configJson && last.system === system && last.toolsJson === toolsJson;
-    const hash = continues ? last.hash.copy() : headerHash(configJson, system, toolsJson);
-    for (let i = continues ? keep : 0; i < messages.length; i++) hash.update(`\n${jsonOfMessage(messages[i]!)}`);
-    // A list that is not frozen may change in place: the next comparison needs this one's items.
-    this.last = { configJson, system, toolsJson, messages: Object.isFrozen(messages) ? messages : messages.slice(), hash };
+    const hash = continuedHash(last, header, messages, keep);
+    this.last = lastRequest(header, messages, hash);
     return {
       turn,
       step,
       hash: hash.copy().digest('hex'),
-      ...(last?.configJson === configJson ? {} : { config }),
-      ...(last !== undefined && last.system === system ? {} : { system }),
-      ...(last?.toolsJson === toolsJson ? {} : { tools }),
+      ...(last?.header.configJson === header.configJson ? {} : { config: header.config }),
+      ...(last !== undefined && last.header.system === header.system ? {} : { system: header.system }),
+      ...(last?.header.toolsJson === header.toolsJson ? {} : { tools: header.tools }),
       messages: { keep, add },
     };
   }
@@ -175,35 +206,19 @@ export class RequestRecorder {
  * history per call).
  */
 export class RequestHasher {
-  private last:
-    | {
-        configJson: string;
-        system: string | null;
-        toolsJson: string;
-        messages: readonly Message[];
-        /** Every message before this index was frozen (and so still is). */
-        frozenUpTo: number;
-        hash: Hash;
-      }
-    | undefined;
+  private last: (LastRequest & { /** Every message before this index was frozen (and so still is). */ readonly frozenUpTo: number }) | undefined;
 
   /** sha256 (hex) of the canonical request, as {@link requestHash}. */
   hash(request: GenerateOptions): string {
-    const configJson = canonicalJson(canonicalConfig(request));
-    const system = request.system ?? null;
-    const toolsJson = canonicalJson(canonicalRequest({ ...request, messages: [] }).tools);
+    const header = headerOf(request);
     const messages = request.messages;
     const last = this.last;
-    const sameHeader = last !== undefined && last.configJson === configJson && last.system === system && last.toolsJson === toolsJson;
     // Only frozen messages are trusted by pointer: another may have been changed in place.
-    const keep = sameHeader ? Math.min(sharedPrefixLength(last.messages, messages), last.frozenUpTo) : 0;
-    const continues = sameHeader && keep === last.messages.length;
-    const hash = continues ? last.hash.copy() : headerHash(configJson, system, toolsJson);
-    for (let i = continues ? keep : 0; i < messages.length; i++) hash.update(`\n${jsonOfMessage(messages[i]!)}`);
+    const keep = last !== undefined && sameHeader(last.header, header) ? Math.min(sharedPrefixLength(last.messages, messages), last.frozenUpTo) : 0;
+    const hash = continuedHash(last, header, messages, keep);
     let frozenUpTo = keep;
     while (frozenUpTo < messages.length && Object.isFrozen(messages[frozenUpTo])) frozenUpTo++;
-    // A list that is not frozen may change in place: the next comparison needs this one's items.
-    this.last = { configJson, system, toolsJson, messages: Object.isFrozen(messages) ? messages : messages.slice(), frozenUpTo, hash };
+    this.last = { ...lastRequest(header, messages, hash), frozenUpTo };
     return hash.copy().digest('hex');
   }
 }

@@ -22,7 +22,7 @@ import {
   type Message,
   type PluginSpec,
 } from '../../runtime/index.ts';
-import { deepFreeze } from '../../runtime/internal.ts';
+import { deepFreeze, RequestRecorder } from '../../runtime/internal.ts';
 import { plugin, root, tempDir } from '../agent/support.ts';
 
 const dir = tempDir('harness-cassette-hash-');
@@ -139,5 +139,28 @@ describe('RequestHasher', () => {
     list[0] = c;
     list.push(a);
     check(base(list));
+  });
+
+  it("RequestRecorder's snapshots carry the same hash (the two keep the previous request in one shape) and the header only when it changed", () => {
+    const recorder = new RequestRecorder();
+    let step = 0;
+    const snapshot = (request: GenerateOptions) => {
+      const taken = recorder.snapshot(1, ++step, request, request.messages);
+      expect(taken.hash).toBe(requestHash(request));
+      return taken;
+    };
+    const a = user('a');
+    const b = user('b');
+    const c = user('c');
+    expect(snapshot(base([]))).toMatchObject({ config: { provider: 'p', model: 'm' }, system: 's', tools: [], messages: { keep: 0, add: [] } });
+    expect(snapshot(base([a]))).not.toHaveProperty('config');
+    expect(snapshot(base([a, b, c])).messages).toEqual({ keep: 1, add: [b.id, c.id] });
+    expect(snapshot(base([user('A'), b, c])).messages.keep).toBe(0);
+    snapshot(base([a, b, c]));
+    const changed = snapshot({ ...base([a, b, c]), system: 't' });
+    expect(changed).toMatchObject({ system: 't', messages: { keep: 3, add: [] } });
+    expect(changed).not.toHaveProperty('tools');
+    expect(snapshot({ ...base([a, b, c]), model: 'n' })).toHaveProperty('config', { provider: 'p', model: 'n' });
+    snapshot(base([a, c]));
   });
 });
