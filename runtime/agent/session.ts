@@ -518,8 +518,11 @@ export class AgentSession {
         permission: parsed.tool.permission,
         description: parsed.tool.description,
       };
-      const answer = await decide(options.approve, request);
-      await this.append('approval/decided', { turn, step, callId: call.id, decision: answer.decision, decidedBy: answer.decidedBy, ...(answer.reason ? { reason: answer.reason } : {}) });
+      // No await where nothing is waited for: an approver that answers at once, records the journal takes at once.
+      const decided = decide(options.approve, request);
+      const answer = decided instanceof Promise ? await decided : decided;
+      const decisionAppended = this.appendNow('approval/decided', { turn, step, callId: call.id, decision: answer.decision, decidedBy: answer.decidedBy, ...(answer.reason ? { reason: answer.reason } : {}) });
+      if (decisionAppended instanceof Promise) await decisionAppended;
       if (answer.decision !== 'allow') {
         outcomes.push(errorOutcome('DENIED', `This tool call was denied (${answer.decidedBy}${answer.reason ? `: ${answer.reason}` : ''}); it did not run.`));
         continue;
@@ -528,7 +531,8 @@ export class AgentSession {
         outcomes.push(errorOutcome('ABORTED', 'The turn was aborted before this tool call ran.'));
         continue;
       }
-      await this.append('tool/start', { turn, step, callId: call.id });
+      const started = this.appendNow('tool/start', { turn, step, callId: call.id });
+      if (started instanceof Promise) await started;
       await this.journal.checkpoint();
       outcomes.push(this.execute(turn, step, call, parsed.tool, parsed.input, signal, bus, options.approve, config));
     }
@@ -651,14 +655,26 @@ function headerEquals(a: RequestHeader, b: RequestHeader): boolean {
   return JSON.stringify(a.tools) === JSON.stringify(b.tools);
 }
 
-async function decide(approve: RunOptions['approve'], request: ApprovalRequest): Promise<{ decision: 'allow' | 'deny'; decidedBy: string; reason?: string }> {
+type Decided = { decision: 'allow' | 'deny'; decidedBy: string; reason?: string };
+
+/** The approver's answer as a decision; a promise only when the approver answered with one. */
+function decide(approve: RunOptions['approve'], request: ApprovalRequest): Decided | Promise<Decided> {
   if (approve === undefined) return { decision: 'deny', decidedBy: 'no-approver', reason: 'no approver was given, so every tool call is denied' };
-  let answer: ApprovalAnswer;
+  let answer: ApprovalAnswer | PromiseLike<ApprovalAnswer>;
   try {
-    answer = await approve(request);
+    answer = approve(request);
   } catch (error) {
-    return { decision: 'deny', decidedBy: 'approver-threw', reason: error instanceof Error ? error.message : String(error) };
+    return approverThrew(error);
   }
+  if (typeof (answer as PromiseLike<unknown> | null)?.then === 'function') return Promise.resolve(answer).then(decisionOf, approverThrew);
+  return decisionOf(answer as ApprovalAnswer);
+}
+
+function approverThrew(error: unknown): Decided {
+  return { decision: 'deny', decidedBy: 'approver-threw', reason: error instanceof Error ? error.message : String(error) };
+}
+
+function decisionOf(answer: ApprovalAnswer): Decided {
   if (answer === 'allow' || answer === 'deny') return { decision: answer, decidedBy: 'approver' };
   if (typeof answer === 'object' && answer !== null && (answer.decision === 'allow' || answer.decision === 'deny')) {
     return { decision: answer.decision, decidedBy: answer.decidedBy ?? 'approver', ...(answer.reason ? { reason: answer.reason } : {}) };

@@ -116,6 +116,34 @@ describe('approvals', () => {
     ]);
   });
 
+  it('an answer given at once, as a promise, as a thenable or as a rejection decides the same way (the loop awaits only a promise)', async () => {
+    const answers: ApproveFn[] = [
+      (r) => (r.name === 'peek' ? 'allow' : { decision: 'deny', reason: 'no writes' }),
+      async (r) => (r.name === 'peek' ? 'allow' : { decision: 'deny', reason: 'no writes' }),
+      (r) => ({ then: (resolve: (answer: unknown) => void) => resolve(r.name === 'peek' ? 'allow' : { decision: 'deny', reason: 'no writes' }) }) as never,
+    ];
+    for (const approve of answers) {
+      const { ran, decisions, results } = await runWith(approve);
+      expect(ran).toEqual(['peek:a']);
+      expect(decisions).toEqual([
+        ['peek', 'allow', 'approver'],
+        ['poke', 'deny', 'approver'],
+      ]);
+      expect(results).toEqual([
+        { isError: false, code: undefined },
+        { isError: true, code: 'DENIED' },
+      ]);
+      await harness!.dispose();
+      harness = undefined;
+    }
+    const { ran, decisions } = await runWith(() => Promise.reject(new Error('approver offline')));
+    expect(ran).toEqual([]);
+    expect(decisions).toEqual([
+      ['peek', 'deny', 'approver-threw'],
+      ['poke', 'deny', 'approver-threw'],
+    ]);
+  });
+
   it('no approver denies every call', async () => {
     const { ran, decisions } = await runWith(undefined);
     expect(ran).toEqual([]);

@@ -46,6 +46,28 @@ describe('timeout', () => {
     expect((seen!.signal.reason as HarnessError).code).toBe('TIMEOUT');
   });
 
+  it('a finished call’s signal fires with TOOL_FINISHED (work the tool left running can stop), call after call', async () => {
+    const signals: AbortSignal[] = [];
+    const quick = defineTool({
+      name: 'quick',
+      description: 'Answers at once.',
+      input: z.object({}),
+      permission: 'read',
+      execute: (_input, context) => {
+        signals.push(context.signal);
+        expect(context.signal.aborted).toBe(false);
+        return 'done';
+      },
+    });
+    for (let i = 0; i < 3; i++) expect(text(await runWith(quick, {}, options()))).toBe('done');
+    expect(new Set(signals).size).toBe(3);
+    for (const signal of signals) {
+      expect(signal.aborted).toBe(true);
+      expect(HarnessError.is(signal.reason)).toBe(true);
+      expect((signal.reason as HarnessError).code).toBe('TOOL_FINISHED');
+    }
+  });
+
   it('keeps what a hanging generator streamed before the timeout', async () => {
     const partial = defineTool({
       name: 'partial',
