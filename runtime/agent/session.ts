@@ -521,7 +521,14 @@ export class AgentSession {
       // No await where nothing is waited for: an approver that answers at once, records the journal takes at once.
       const decided = decide(options.approve, request);
       const answer = decided instanceof Promise ? await decided : decided;
-      const decisionAppended = this.appendNow('approval/decided', { turn, step, callId: call.id, decision: answer.decision, decidedBy: answer.decidedBy, ...(answer.reason ? { reason: answer.reason } : {}) });
+      const decisionAppended = this.appendNow('approval/decided', {
+        turn,
+        step,
+        callId: call.id,
+        decision: answer.decision,
+        decidedBy: answer.decidedBy,
+        ...(answer.reason ? { reason: answer.reason } : {}),
+      });
       if (decisionAppended instanceof Promise) await decisionAppended;
       if (answer.decision !== 'allow') {
         outcomes.push(errorOutcome('DENIED', `This tool call was denied (${answer.decidedBy}${answer.reason ? `: ${answer.reason}` : ''}); it did not run.`));

@@ -120,6 +120,7 @@ describe('approvals', () => {
     const answers: ApproveFn[] = [
       (r) => (r.name === 'peek' ? 'allow' : { decision: 'deny', reason: 'no writes' }),
       async (r) => (r.name === 'peek' ? 'allow' : { decision: 'deny', reason: 'no writes' }),
+      // biome-ignore lint/suspicious/noThenProperty: a thenable that is not a Promise, on purpose
       (r) => ({ then: (resolve: (answer: unknown) => void) => resolve(r.name === 'peek' ? 'allow' : { decision: 'deny', reason: 'no writes' }) }) as never,
     ];
     for (const approve of answers) {
