@@ -30,23 +30,29 @@ export function printable(text: string): string {
 
 /**
  * {@link printable} for a stream of fragments: a CR at the end of a fragment waits for the next one
- * (a CRLF split across two fragments is still a line end).
+ * (a CRLF split across two fragments is still a line end), and so does a high surrogate (an adapter
+ * that cut its text by UTF-16 unit splits an emoji in two; each half alone prints as U+FFFD).
  */
 export class PrintableStream {
-  private pendingCR = false;
+  private held = '';
 
   push(text: string): string {
-    let input = this.pendingCR ? `\r${text}` : text;
-    this.pendingCR = input.endsWith('\r');
-    if (this.pendingCR) input = input.slice(0, -1);
+    let input = this.held + text;
+    this.held = '';
+    const last = input.charCodeAt(input.length - 1);
+    if (last === 0x0d || (last >= 0xd800 && last <= 0xdbff)) {
+      // A CR before a held high surrogate cannot become a CRLF any more: hold only the last unit.
+      this.held = input.slice(-1);
+      input = input.slice(0, -1);
+    }
     return printable(input);
   }
 
-  /** What is held back (a lone CR), made printable. */
+  /** What is held back (a lone CR or high surrogate), made printable. */
   flush(): string {
-    if (!this.pendingCR) return '';
-    this.pendingCR = false;
-    return printable('\r');
+    const held = this.held;
+    this.held = '';
+    return held === '' ? '' : printable(held);
   }
 }
 

@@ -13,7 +13,7 @@ export interface ScriptedAdapterOptions {
   readonly scripts: ReadonlyMap<string, ScriptFunction>;
   /** Delay between chunks, ms (default 0: as fast as possible). */
   readonly paceMs?: number;
-  /** Characters per text / reasoning / arguments fragment (default 12; a positive integer). */
+  /** UTF-16 units per text / reasoning / arguments fragment (default 12; a positive integer), rounded up to a whole grapheme. */
   readonly fragmentChars?: number;
   /** The context window the models report, tokens (default 128,000). */
   readonly contextWindow?: number;
@@ -123,9 +123,23 @@ export class ScriptedAdapter extends LlmAdapter {
   }
 }
 
-function fragments(text: string, size: number): string[] {
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/**
+ * The text in fragments of `size` UTF-16 units, each cut only between graphemes (a fragment may run
+ * past `size` to finish one): a real provider never sends half an emoji or a base letter without its
+ * accent, so neither does the scripted model. ASCII text is cut exactly every `size` characters.
+ */
+export function fragments(text: string, size: number): string[] {
   const out: string[] = [];
-  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  let start = 0;
+  for (const { index } of graphemes.segment(text)) {
+    if (index - start >= size) {
+      out.push(text.slice(start, index));
+      start = index;
+    }
+  }
+  if (start < text.length) out.push(text.slice(start));
   return out.length ? out : [''];
 }
 

@@ -69,3 +69,45 @@ describe('scripted-default quoting the prompt', () => {
     expect(reply(emoji).reasoning).toContain(`"${'a'.repeat(199)}…" (199 of its 701 characters; the rest cut)`);
   });
 });
+
+describe('ScriptedAdapter fragments', () => {
+  const deltas = async (text: string, fragmentChars?: number) => {
+    const adapter = new ScriptedAdapter({
+      scripts: new Map([['m', () => ({ text, reasoning: text, toolCalls: [{ name: 'say', arguments: { text } }] })]]),
+      ...(fragmentChars ? { fragmentChars } : {}),
+    });
+    const chunks = await chunksOf(adapter);
+    return {
+      text: chunks.flatMap((c) => (c.type === 'text-delta' ? [c.text] : [])),
+      reasoning: chunks.flatMap((c) => (c.type === 'reasoning-delta' ? [c.text] : [])),
+      args: chunks.flatMap((c) => (c.type === 'tool-call-delta' ? [c.arguments] : [])),
+    };
+  };
+  const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+  it('never cuts a surrogate pair or a grapheme (the trial prompt split 🎉 between two text deltas)', async () => {
+    // "héllo 🎉 " puts the emoji's high surrogate at unit 11 of a 12-unit fragment.
+    const text = 'The user said héllo 🎉 and 👍🏽 then e\u0301 and 🇫🇷 — done.';
+    for (const size of [1, 2, 3, 5, 12]) {
+      const { text: t, reasoning, args } = await deltas(text, size);
+      for (const pieces of [t, reasoning, args]) {
+        for (const piece of pieces) expect(piece, `size ${size}: ${JSON.stringify(piece)}`).not.toMatch(loneSurrogate);
+      }
+      expect(t.join('')).toBe(text);
+      expect(reasoning.join('')).toBe(text);
+      expect(JSON.parse(args.join(''))).toEqual({ text });
+      const segments = [...new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(text)].map((s) => s.segment);
+      // Every cut is between two graphemes: each fragment is a run of whole graphemes.
+      let at = 0;
+      for (const piece of t) {
+        let joined = '';
+        while (joined.length < piece.length) joined += segments[at++];
+        expect(joined).toBe(piece);
+      }
+    }
+  });
+
+  it('cuts ASCII text exactly every fragmentChars units, as before', async () => {
+    expect((await deltas('abcdefghij', 4)).text).toEqual(['abcd', 'efgh', 'ij']);
+  });
+});
