@@ -180,7 +180,17 @@ export { registerEventType, type EventReducer, type EventTypeOptions, type Surfa
 export { foldEvents, stateAt } from './session/fold.ts';
 export { checkTraceContext, type TraceContext, type TraceContextCheck } from './session/trace-context.ts';
 export { readJournal, readJournalHeader, openSession, type ReadJournalOptions, type OpenedSession, type OpenSessionOptions, type SkippedLine } from './session/reader.ts';
-export { forkSession, listSessions, listChildSessions, recordedCalls, type ForkOptions, type ForkedJournal, type RecordedCall } from './session/replay.ts';
+export {
+  childSessionIndex,
+  forkSession,
+  listSessions,
+  listChildSessions,
+  recordedCalls,
+  type ChildSessionIndex,
+  type ForkOptions,
+  type ForkedJournal,
+  type RecordedCall,
+} from './session/replay.ts';
 export type { SessionSummary } from './session/summary.ts';
 
 // ── Journal stores (DESIGN "Stores"): the seam a store plugin implements, the file store, moving sessions ──

@@ -7,11 +7,12 @@ import { isDeepStrictEqual } from 'node:util';
 import {
   assembleChunks,
   HarnessError,
-  listChildSessions,
+  childSessionIndex,
   openSession,
   readJournal,
   recordedCalls,
   type AnySessionEvent,
+  type ChildSessionIndex,
   type Harness,
   type OpenedSession,
   type SessionHeader,
@@ -157,10 +158,14 @@ class ChildTranscripts {
     }
   }
 
-  /** The children are found and read through the harness's store (any store, not only journal files). */
-  static async of(parentId: string, harness: Harness, io: Io, indent: string): Promise<ChildTranscripts> {
+  /**
+   * The children are found and read through the harness's store (any store, not only journal files),
+   * from one listing of it for the whole tree (a listing reads every session of the store).
+   */
+  static async of(parentId: string, harness: Harness, io: Io, indent: string, index?: ChildSessionIndex): Promise<ChildTranscripts> {
+    index ??= await childSessionIndex(harness.store);
     const children = [];
-    for (const summary of await listChildSessions(parentId, harness.store)) {
+    for (const summary of index.get(parentId) ?? []) {
       const ref = refOfSession(harness, summary);
       const turns = new Map<number, AnySessionEvent[]>();
       let turn = 1;
@@ -170,7 +175,7 @@ class ChildTranscripts {
         list.push(event);
         turns.set(turn, list);
       }
-      children.push({ header: await sessionHeader(harness, ref), turns, lastTurn: Math.max(...turns.keys()), nested: await ChildTranscripts.of(summary.id, harness, io, `${indent}      `) });
+      children.push({ header: await sessionHeader(harness, ref), turns, lastTurn: Math.max(...turns.keys()), nested: await ChildTranscripts.of(summary.id, harness, io, `${indent}      `, index) });
     }
     return new ChildTranscripts(children, io, indent);
   }

@@ -3,7 +3,7 @@
  * and repaired — through the same {@link SessionTracer} as the live plugin, with the recorded
  * timestamps, exported over OTLP/HTTP; what `harness export <session> --otel [endpoint]` runs.
  */
-import { listChildSessions, readJournal, secrets, storeSource, type AnySessionEvent, type JournalStore } from '../../runtime/index.ts';
+import { childSessionIndex, readJournal, secrets, storeSource, type AnySessionEvent, type ChildSessionIndex, type JournalStore } from '../../runtime/index.ts';
 import { GenAiMetrics } from './metrics.ts';
 import { OtelPipeline, parentFromTraceparent, tracesUrl, type SpanStats } from './pipeline.ts';
 import { SessionTracer } from './trace-builder.ts';
@@ -73,6 +73,7 @@ export async function exportJournalTraces(sessionId: string, events: Iterable<An
   let turnCount = 0;
   let sessionCount = 0;
   let complete = true;
+  let index: ChildSessionIndex | undefined;
   const traceSession = async (
     id: string,
     sessionEvents: Iterable<AnySessionEvent> | AsyncIterable<AnySessionEvent>,
@@ -98,7 +99,9 @@ export async function exportJournalTraces(sessionId: string, events: Iterable<An
     // The parent's whole journal is read first: every call that ran a child's turn is known then.
     const store = options.store;
     if (store === undefined) return;
-    for (const child of await listChildSessions(id, store)) {
+    // One listing of the store for the whole tree (a listing reads every session of the store).
+    index ??= await childSessionIndex(store);
+    for (const child of index.get(id) ?? []) {
       const link = child.parentSession;
       await traceSession(child.id, readJournal(storeSource(store, child.id)), (atMs) => tracer.childParent(child.id, link?.callId, atMs));
     }

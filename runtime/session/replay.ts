@@ -45,6 +45,8 @@ export interface ForkOptions extends JournalIoOptions {
   readonly children?: boolean;
   /** @internal The fork is itself a forked child: its header's link. */
   readonly parentSession?: SessionHeader['parentSession'];
+  /** @internal The store's child sessions, listed once for the whole tree of forks. */
+  readonly childIndex?: ChildSessionIndex;
 }
 
 /** What `forkSession` made: the fork (open for writing) and its forked children (closed). */
@@ -130,7 +132,9 @@ export async function forkSession(source: string, options: ForkOptions): Promise
  * source's event `atSeq` (a long-lived child may have gone on after the fork point).
  */
 async function forkChildren(store: JournalStore, sourceHeader: SessionHeader, source: string, atSeq: number, fork: SessionHeader, options: ForkOptions): Promise<ForkedJournal['children']> {
-  const children = await listChildSessions(sourceHeader.id, store);
+  // One listing of the store for the whole tree: a listing reads every session in it.
+  const index = options.childIndex ?? (await childSessionIndex(store));
+  const children = index.get(sourceHeader.id) ?? [];
   if (children.length === 0) return [];
   const answered = new Set<string>();
   let cutAtMs = 0;
@@ -157,6 +161,7 @@ async function forkChildren(store: JournalStore, sourceHeader: SessionHeader, so
       store,
       closeOpenTurn: false,
       parentSession: { sessionId: fork.id, callId: link.callId, depth: link.depth },
+      childIndex: index,
     });
     await forked.journal.close();
     out.push({ id, path: forked.journal.path, sourceId: child.id, atSeq: childSeq }, ...forked.children);
@@ -214,11 +219,33 @@ export async function listSessions(dataDirOrStore?: string | JournalStore): Prom
 /**
  * The child sessions (subagents) of a session: those whose header's `parentSession` names it, oldest
  * first. Replay, fork and cassette of a parent use this link (it is the one every child has,
- * imported ones included).
+ * imported ones included). Each call lists the whole store (every session read): for a tree of
+ * sessions use one {@link childSessionIndex}.
  */
 export async function listChildSessions(parentId: string, dataDirOrStore?: string | JournalStore): Promise<SessionSummary[]> {
-  const all = await listSessions(dataDirOrStore);
-  return all.filter((summary) => summary.parentSession?.sessionId === parentId).sort((a, b) => (a.createdAtMs ?? 0) - (b.createdAtMs ?? 0) || a.id.localeCompare(b.id));
+  return [...((await childSessionIndex(dataDirOrStore)).get(parentId) ?? [])];
+}
+
+/** Child sessions by parent session id, each list oldest first (see {@link childSessionIndex}). */
+export type ChildSessionIndex = ReadonlyMap<string, readonly SessionSummary[]>;
+
+/**
+ * The child sessions of every session in `<dataDir>/sessions` (or in `store`), from one listing:
+ * parent id → its children, oldest first (as {@link listChildSessions}). A replay, fork or export of
+ * a session with subagents walks its tree with one index instead of listing the store per session
+ * (a store's listing reads every session in it: per child, that was O(children × store)).
+ */
+export async function childSessionIndex(dataDirOrStore?: string | JournalStore): Promise<ChildSessionIndex> {
+  const index = new Map<string, SessionSummary[]>();
+  for (const summary of await listSessions(dataDirOrStore)) {
+    const parentId = summary.parentSession?.sessionId;
+    if (parentId === undefined) continue;
+    const list = index.get(parentId);
+    if (list === undefined) index.set(parentId, [summary]);
+    else list.push(summary);
+  }
+  for (const list of index.values()) list.sort((a, b) => (a.createdAtMs ?? 0) - (b.createdAtMs ?? 0) || a.id.localeCompare(b.id));
+  return index;
 }
 
 /**
