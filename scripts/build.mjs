@@ -2,14 +2,16 @@
 // `npm run build`: compiles runtime/, plugins/, cli/ and testing/ with tsc (tsconfig.build.json:
 // ESM JavaScript, .d.ts, source maps) into dist/, then copies the non-TypeScript modules the code
 // loads at run time (the hot-reload resolve hook), then builds the session viewer (viewer/, Vite)
-// into dist/viewer/ (scripts/build-viewer.mjs). `--if-stale` (npm pack, npm run check:package)
-// skips the build when no source file is newer than the last build and dist/ holds nothing whose
-// source is gone; otherwise it builds again from scratch.
+// into dist/viewer/ (scripts/build-viewer.mjs). It fails when a relative import of the built
+// JavaScript does not name a built .js file (scripts/dist-imports.mjs). `--if-stale` (npm pack,
+// npm run check:package) skips the build when no source file is newer than the last build and dist/
+// holds nothing whose source is gone; otherwise it builds again from scratch.
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { badDistImports, checkDistImports } from './dist-imports.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
@@ -54,6 +56,11 @@ if (result.status !== 0) process.exit(result.status ?? 1);
 for (const file of inputs()) {
   if (/\.[cm]?js$/.test(file)) cpSync(file, join(dist, relative(root, file)));
 }
+
+// Every relative import of the built JavaScript names a built .js file (scripts/dist-imports.mjs); a dist/
+// that fails is not left looking fresh to the next --if-stale.
+if (badDistImports(dist).length > 0) rmSync(stamp, { force: true });
+checkDistImports(dist);
 
 // The session viewer: viewer/ → dist/viewer/ (Vite); its assets ship in the package.
 const viewer = spawnSync(process.execPath, [join(root, 'scripts', 'build-viewer.mjs')], { stdio: 'inherit', cwd: root });

@@ -16,12 +16,16 @@ import { definePlugin, registerJournalStore, z } from '../../runtime/index.ts';
 export { openPostgresStore, PostgresJournalStore, NOTIFY_CHANNEL, type PostgresStoreOptions } from './store.ts';
 export { SCHEMA_VERSION } from './schema.ts';
 
+// `pg` is loaded only when a postgres store is opened: a config that lists this plugin costs nothing otherwise.
+// At the top level, not inside `setup`: tsc 5.9 leaves a dynamic import's `.ts` unrewritten in a
+// context-sensitive function of a generic call (dist would import ./store.ts; scripts/dist-imports.mjs checks).
+const loadStore = () => import('./store.ts');
+
 export default definePlugin({
   name: 'journal-postgres',
   config: z.strictObject({ tailPollMs: z.number().int().positive().default(1000) }).default({ tailPollMs: 1000 }),
   setup(ctx, config) {
-    // `pg` is loaded only when a postgres store is opened: a config that lists this plugin costs nothing otherwise.
-    const factory = async (url: string) => (await import('./store.ts')).openPostgresStore({ url, tailPollMs: config.tailPollMs });
+    const factory = async (url: string) => (await loadStore()).openPostgresStore({ url, tailPollMs: config.tailPollMs });
     // Owned by the plugin's name: a reload of this plugin stacks, another plugin's postgres: is DUPLICATE_STORE.
     ctx.onDispose(registerJournalStore('postgres', factory, ctx.plugin.name));
     ctx.onDispose(registerJournalStore('postgresql', factory, ctx.plugin.name));

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPostgres, type TestPostgres } from '../support/postgres.ts';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const version = (name: string): string => JSON.parse(readFileSync(join(repo, 'node_modules', name, 'package.json'), 'utf8')).version;
@@ -18,6 +19,7 @@ const version = (name: string): string => JSON.parse(readFileSync(join(repo, 'no
 let root: string;
 let tarball: string;
 let project: string;
+let postgres: TestPostgres | undefined;
 
 /** Runs a command; a non-zero exit fails with its output. */
 function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
@@ -39,6 +41,7 @@ beforeAll(() => {
 }, 240_000);
 
 afterAll(async () => {
+  await postgres?.stop();
   if (root) await rm(root, { recursive: true, force: true });
 }, 180_000);
 
@@ -174,6 +177,43 @@ export default defineConfig({ defaults: DEFAULT_DEFAULTS, plugins: [...defaultPl
     expect(wrong.stdout).toContain('plugins/wrong.ts');
     expect(wrong.stdout).toContain("Type 'number' is not assignable to type 'string'");
   }, 240_000);
+
+  it('every shipped module loads from the installed package (each relative import resolves), the CLI entries aside', () => {
+    const dist = join(project, 'node_modules/harness-runtime/dist');
+    const modules: string[] = [];
+    const walk = (dir: string): void => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) walk(path);
+        else if (/\.m?js$/.test(entry.name) && !path.startsWith(join(dist, 'viewer'))) modules.push(path);
+      }
+    };
+    walk(dist);
+    // scripts/dist-imports.mjs (the build's and check:package's check) on the installed files: no `.ts` specifier, none missing.
+    const check = `import { checkDistImports } from ${JSON.stringify(join(repo, 'scripts/dist-imports.mjs'))}; checkDistImports(${JSON.stringify(dist)});`;
+    run(process.execPath, ['--input-type=module', '-e', check], project);
+    // bin.js and start.js run the CLI when imported; the bin test below runs them.
+    const entries = [join(dist, 'cli/bin.js'), join(dist, 'cli/start.js')];
+    const imported = modules.filter((path) => !entries.includes(path));
+    expect(imported).toContain(join(dist, 'plugins/journal-postgres/store.js'));
+    writeFileSync(join(project, 'import-all.mjs'), `for (const path of ${JSON.stringify(imported)}) await import(path);\nconsole.log('imported', ${imported.length});\n`);
+    expect(run(process.execPath, ['import-all.mjs'], project).stdout.trim()).toBe(`imported ${imported.length}`);
+  });
+
+  it('the installed harness bin runs a turn into a postgres:// store and lists it (journal-postgres loads its store lazily)', async () => {
+    postgres = await startPostgres();
+    const dir = join(root, 'pg-project');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'notes.md'), '# Notes\n');
+    const bin = join(project, 'node_modules/.bin/harness');
+    const env = { HARNESS_HOME: join(root, 'home-pg'), NO_COLOR: '1' };
+    const ran = run(bin, ['--store', postgres.url, 'run', 'What is in this workspace?'], dir, env);
+    expect(ran.stdout).toContain('notes.md');
+    const id = new RegExp(`${postgres.url}#([0-9a-f-]{36})`).exec(ran.stdout)?.[1];
+    expect(id, ran.stdout).toBeDefined();
+    const listed = run(bin, ['--store', postgres.url, 'sessions'], dir, env);
+    expect(listed.stdout).toContain(id!.slice(0, 8));
+  });
 
   it("the installed harness bin runs a turn with the README's harness.config.ts: the built-in stack plus a plugin of the project", () => {
     // The README's "Use it in your project" steps, its files taken from the README as written.
