@@ -8,6 +8,9 @@ import { fileURLToPath } from 'node:url';
 import pc from 'picocolors';
 import { secrets } from '../runtime/index.ts';
 
+/** picocolors' colour functions (what `pc.createColors` returns). */
+export type Colors = ReturnType<typeof pc.createColors>;
+
 /**
  * The package's folder: the nearest one above this module holding a package.json (cli/ in a source
  * checkout, dist/cli/ when built or installed).
@@ -76,15 +79,29 @@ export function shellQuote(value: string): string {
 export interface Io {
   readonly out: NodeJS.WriteStream;
   readonly err: NodeJS.WriteStream;
-  /** Colours (a no-op set when colour is off: not a TTY, `NO_COLOR`, `--no-color`). */
-  readonly c: typeof pc;
+  /** Colours (a no-op set when colour is off: see {@link colourEnabled}); `c.isColorSupported` says which. */
+  readonly c: Colors;
   /** stdout is a terminal (spinner, cursor control). */
   readonly interactive: boolean;
 }
 
 export function processIo(): Io {
   for (const stream of [process.stdout, process.stderr]) terminalStream(stream);
-  return { out: process.stdout, err: process.stderr, c: pc, interactive: process.stdout.isTTY === true };
+  return { out: process.stdout, err: process.stderr, c: pc.createColors(colourEnabled(process.stdout)), interactive: process.stdout.isTTY === true };
+}
+
+/**
+ * Whether the CLI colours what it prints — the one place this is decided (the `c` of processIo; the
+ * spinner and markdown follow `c.isColorSupported`): never with `--no-color` or a non-empty
+ * `NO_COLOR` (no-color.org; it wins over FORCE_COLOR); with `FORCE_COLOR` set, unless it is `0` or
+ * `false` (the value chalk and Node read as "off"); else when `stream` is a terminal that is not
+ * `TERM=dumb`.
+ */
+export function colourEnabled(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env, argv: readonly string[] = process.argv): boolean {
+  if (argv.includes('--no-color') || (env.NO_COLOR ?? '') !== '') return false;
+  const force = env.FORCE_COLOR;
+  if (force !== undefined) return force !== '0' && force !== 'false';
+  return stream.isTTY === true && env.TERM !== 'dumb';
 }
 
 /**

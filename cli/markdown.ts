@@ -18,7 +18,7 @@ export type RenderMarkdown = (markdown: string) => string;
  * loaded only then (they are not small), once.
  */
 export async function markdownFor(io: Io): Promise<RenderMarkdown | undefined> {
-  if (!io.interactive || !(io.c as { isColorSupported?: boolean }).isColorSupported) return undefined;
+  if (!io.interactive || !io.c.isColorSupported) return undefined;
   const [{ Marked }, { markedTerminal }] = await Promise.all([import('marked'), import('marked-terminal')]);
   const width = Math.max(40, Math.min(terminalStream(io.out).columns ?? 100, 120));
   const marked = new Marked(markedTerminal({ width, reflowText: false, tab: 2 }) as Parameters<InstanceType<typeof Marked>['use']>[0]);

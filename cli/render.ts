@@ -275,7 +275,8 @@ export class LiveRenderer {
       this.spinner.text = text;
       return;
     }
-    this.spinner = ora({ text, stream: this.io.err, discardStdin: false, color: 'cyan' }).start();
+    // ora colours its frame through chalk, which reads FORCE_COLOR but not NO_COLOR: the Io decides.
+    this.spinner = ora({ text, stream: this.io.err, discardStdin: false, color: this.io.c.isColorSupported ? 'cyan' : false }).start();
   }
 
   private write(text: string): void {

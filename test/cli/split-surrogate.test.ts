@@ -27,7 +27,7 @@ function pipe(): NodeJS.WriteStream & { text: () => string } {
 
 function render(blockType: 'text' | 'reasoning', deltas: readonly string[]): string {
   const out = pipe();
-  const io: Io = { out, err: pipe(), c: { ...pc.createColors(false), createColors: pc.createColors }, interactive: false };
+  const io: Io = { out, err: pipe(), c: pc.createColors(false), interactive: false };
   const renderer = new LiveRenderer(io);
   let seq = 1;
   const chunk = (chunk: unknown) => renderer.event({ seq: seq++, type: 'assistant/chunk', atMs: 0, data: { turn: 1, step: 1, chunk } } as never);
