@@ -233,7 +233,8 @@ export class BoundaryStream implements AsyncIterableIterator<StreamChunk>, Chunk
       digests.push(chunk);
     }
     if (chunk.type === 'finish') this.state = 2;
-    return { value: chunk, done: false };
+    // The adapter's own result, handed on (a fresh object per `next()`, as an iterator's results are): no copy per chunk.
+    return step.done === false ? step : { value: chunk, done: false };
   }
 
   /** One `return()`. */
