@@ -209,7 +209,12 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
       if (hint) io.err.write(`${io.c.dim(`hint: ${hint}`)}\n`);
       // A plugin's bug (PLUGIN_ERROR) carries its stack: shown with --debug.
       if (globals.debug === true && typeof failure?.stack === 'string') io.err.write(`${io.c.dim(printable(failure.stack))}\n`);
-    } else if (reason === 'aborted' && stop?.cause !== 'EPIPE') io.err.write(io.c.yellow(`cancelled: the turn was aborted${stop ? ` (${stop.label})` : ''}\n`));
+    } else if (reason === 'aborted' && stop?.cause === 'EPIPE') {
+      // Like any Unix tool the run stops when its reader goes (`| head`), exiting 0; an agent turn that
+      // stops mid-tool-call is worth a line on stderr (dropped too when stderr is the closed pipe).
+      const resume = `${selfWithGlobals(globals)} run --resume ${shellQuote(sessionArgument(session.path, harness.dataDir))} "<prompt>"`;
+      io.err.write(io.c.yellow(`stopped: the output pipe was closed, so the turn was aborted (journaled; resume with ${resume})\n`));
+    } else if (reason === 'aborted') io.err.write(io.c.yellow(`cancelled: the turn was aborted${stop ? ` (${stop.label})` : ''}\n`));
     else if (reason === 'max-tokens') io.err.write(io.c.yellow("note: the reply hit the model's output limit (max-tokens); resume to continue\n"));
     if (json) {
       // stdout carries the records only.

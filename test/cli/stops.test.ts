@@ -2,9 +2,10 @@
  * Ends that come from outside the command: SIGTERM and SIGHUP stop a running turn like the first
  * Ctrl-C (the close-out kills `exec_command`'s process group, the turn is journaled `aborted`, the
  * journal closed and its lock released) and exit 128 + the signal; output piped into a reader that
- * went away (`| head`) is dropped and the command exits 0, quietly.
+ * went away (`| head`) is dropped and the command exits 0 (a run says on stderr that its turn was
+ * aborted).
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { filesOf, harness, projectRoot, readEvents, run, cleanEnv, bin, start, tempDir, writeProject } from './support.ts';
@@ -97,14 +98,15 @@ describe('SIGTERM and SIGHUP', { timeout: 120_000 }, () => {
 });
 
 describe('a reader that goes away (EPIPE)', { timeout: 120_000 }, () => {
-  it('sessions, replay, replay --json and run piped into a closed pipe exit 0 without a word', async () => {
+  it('sessions, replay, replay --json and run piped into a closed pipe exit 0; only run says a word (its turn was aborted)', async () => {
     const home = join(project.dir, 'home-pipe');
     const demo = join(projectRoot, 'cookbook/demo-workspace');
     const env = cleanEnv({ HARNESS_HOME: home });
     // `| true`: the reader is gone before the harness writes anything.
     const piped = (args: string) => run('bash', ['-c', `'${process.execPath}' '${bin}' ${args} | true; echo "exit=\${PIPESTATUS[0]}"`], { env });
     const runPiped = await piped(`run 'What is in this workspace?' --config '${config}' --cwd '${demo}' --approve deny-all`);
-    expect(runPiped.stderr).toBe('');
+    // The turn was aborted (nothing read it): one line on stderr says so, the rest is quiet.
+    expect(runPiped.stderr).toMatch(/^stopped: the output pipe was closed, so the turn was aborted \(journaled; resume with .* run --resume [0-9a-f-]{36} "<prompt>"\)\n$/);
     expect(runPiped.stdout).toBe('exit=0\n');
     // The run's journal is closed: its turn ended, its lock is gone.
     const { path, files } = journalOf(home);
@@ -116,5 +118,29 @@ describe('a reader that goes away (EPIPE)', { timeout: 120_000 }, () => {
       expect(result.stderr).toBe('');
       expect(result.stdout).toBe('exit=0\n');
     }
+  });
+
+  it('run | head -2: the turn is aborted at the next write, says so on stderr and exits 0, as the README says', async () => {
+    const home = join(project.dir, 'home-head');
+    const workspace = join(project.dir, 'ws-head');
+    mkdirSync(workspace, { recursive: true });
+    const env = cleanEnv({ HARNESS_HOME: home });
+    const result = await run(
+      'bash',
+      ['-c', `'${process.execPath}' '${bin}' run 'Sleep, please.' --config '${config}' --cwd '${workspace}' --approve allow-all | head -2; echo "exit=\${PIPESTATUS[0]}"`],
+      { env },
+    );
+    expect(result.stdout).toMatch(/exit=0\n$/);
+    expect(result.stdout.split('\n')).toHaveLength(4); // head's two lines, the exit line, the last newline
+    // Before: nothing at all on stderr, though the turn stopped part-way.
+    expect(result.stderr).toContain('stopped: the output pipe was closed, so the turn was aborted');
+    const { path } = journalOf(home);
+    const id = path.slice(path.lastIndexOf('/') + 1, -'.jsonl'.length);
+    expect(result.stderr).toContain(`run --resume ${id} "<prompt>"`);
+    const end = readEvents(path).at(-1)!;
+    expect(end).toMatchObject({ type: 'turn/end', data: { reason: 'aborted' } });
+    expect(JSON.stringify(end.data)).toContain('the output pipe was closed');
+    const readme = readFileSync(join(projectRoot, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(readme).toContain('`harness run "…" | head -2` aborts the running turn');
   });
 });
