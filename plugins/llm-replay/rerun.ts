@@ -31,7 +31,7 @@
  * divergent run is kept as a new journal (a fork of the recording, `parent: { sessionId, seq: 0 }`);
  * the recording is never written.
  */
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
@@ -147,39 +147,78 @@ interface Recording {
   readonly children: Map<string, Recording>;
 }
 
-/** Loads a recording and, recursively, its children found in the same folder. */
-async function loadRecordingTree(path: string, seen = new Set<string>()): Promise<Recording> {
+type ParentLink = { sessionId: string; callId?: string };
+
+/**
+ * Loads a recording and, recursively, its children found in the same folder. The folder's parent
+ * links are read once for the whole tree (`links`): a sessions folder holds every session, and
+ * reading each file's header again per recording made K subagents cost K + 1 passes over it.
+ */
+async function loadRecordingTree(path: string, seen = new Set<string>(), links = new Map<string, Promise<Map<string, ParentLink>>>()): Promise<Recording> {
   const own = await loadRecording(path);
   seen.add(resolve(path));
   const children = new Map<string, Recording>();
   const parentIds = new Set([own.header.id, ...(own.header.importedFrom?.sessionId ? [own.header.importedFrom.sessionId] : [])]);
-  for (const name of readdirSync(dirname(path))) {
-    const file = resolve(dirname(path), name);
-    if (!name.endsWith('.jsonl') || seen.has(file)) continue;
-    const link = await parentLinkOf(file);
-    if (link === undefined || !parentIds.has(link.sessionId)) continue;
+  const dir = dirname(path);
+  let folder = links.get(dir);
+  if (folder === undefined) {
+    folder = parentLinksIn(dir);
+    links.set(dir, folder);
+  }
+  for (const [file, link] of await folder) {
+    if (seen.has(file) || !parentIds.has(link.sessionId)) continue;
     seen.add(file);
-    const child = await loadRecordingTree(file, seen);
+    const child = await loadRecordingTree(file, seen, links);
     const callId = link.callId ?? dshChildCallId(own.events, child.events);
     if (callId !== undefined) children.set(callId, child);
   }
   return { ...own, path, children };
 }
 
+/** The journals of a folder that name a parent session, in name order: resolved path → link. */
+async function parentLinksIn(dir: string): Promise<Map<string, ParentLink>> {
+  const out = new Map<string, ParentLink>();
+  for (const name of readdirSync(dir)) {
+    if (!name.endsWith('.jsonl')) continue;
+    const file = resolve(dir, name);
+    const link = await parentLinkOf(file);
+    if (link !== undefined) out.set(file, link);
+  }
+  return out;
+}
+
 /** The parent link of a journal file (ours or a DeepSeek Harness one), read from its first line only. */
-async function parentLinkOf(file: string): Promise<{ sessionId: string; callId?: string } | undefined> {
+async function parentLinkOf(file: string): Promise<ParentLink | undefined> {
   try {
     const header = await readJournalHeader(file);
     return header.parentSession;
   } catch (error) {
     if (!(HarnessError.is(error) && error.code === 'JOURNAL_VERSION')) return undefined;
-    const line = readFileSync(file, 'utf8').split('\n', 1)[0] ?? '';
     try {
-      const dsh = JSON.parse(line) as { parentSession?: unknown };
+      const dsh = JSON.parse(firstLineOf(file)) as { parentSession?: unknown };
       return typeof dsh.parentSession === 'string' ? { sessionId: dsh.parentSession } : undefined;
     } catch {
       return undefined;
     }
+  }
+}
+
+/** A file's first line, read up to its first line end (not the whole file). */
+function firstLineOf(file: string): string {
+  const fd = openSync(file, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    const buffer = Buffer.alloc(64 * 1024);
+    for (;;) {
+      const count = readSync(fd, buffer, 0, buffer.length, null);
+      if (count === 0) break;
+      const end = buffer.subarray(0, count).indexOf(0x0a);
+      chunks.push(Buffer.from(buffer.subarray(0, end === -1 ? count : end)));
+      if (end !== -1) break;
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  } finally {
+    closeSync(fd);
   }
 }
 
