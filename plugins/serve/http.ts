@@ -12,6 +12,7 @@
  * is echoed). Request bodies, headers and the token are never put in a message.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { Ajv } from 'ajv';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { closestName, HarnessError, type AnySessionEvent } from '../../runtime/index.ts';
 import type { TurnQueue } from './queue.ts';
@@ -111,13 +112,15 @@ const name = { type: 'string', minLength: 1, maxLength: 200 } as const;
 
 /** Builds the Fastify app over `turns` (not listening yet). */
 export function buildApp(turns: TurnService, options: HttpOptions): FastifyInstance {
-  const app = Fastify({
-    logger: false,
-    bodyLimit: options.maxBodyBytes,
-    forceCloseConnections: true,
-    // Reject what the schema does not name instead of dropping it silently; coerce query strings.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: true, allErrors: false } },
-  });
+  const app = Fastify({ logger: false, bodyLimit: options.maxBodyBytes, forceCloseConnections: true });
+  // The request parts' validators (ajv, as Fastify's own but for coercion): what a schema does not
+  // name is refused, not dropped silently. A query string or a path parameter is text, so `?after=5`
+  // is coerced to the number its schema says; a JSON body is not: `{"prompt": 5}` (or true, null) is
+  // refused like `["a"]`, not journaled as the text "5". Per app: ajv caches what it compiled.
+  const ajvOptions = { useDefaults: true, removeAdditional: false, addUsedSchema: false, allErrors: false } as const;
+  const coercing = new Ajv({ ...ajvOptions, coerceTypes: true });
+  const strict = new Ajv({ ...ajvOptions, coerceTypes: false });
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
   const expected = digest(options.token);
   /** Open event streams: aborting one ends it after what is queued; `done` settles once its response ended. */
   const streams = new Map<AbortController, Promise<void>>();

@@ -106,6 +106,37 @@ describe('auth and errors', () => {
   });
 });
 
+describe('request bodies are not coerced', () => {
+  it('refuses a prompt that is not a string — a number, a boolean, null, an array, an object — with one 400 INVALID_REQUEST, journaling nothing', async () => {
+    const id = await newSession();
+    for (const prompt of [5, true, false, null, ['a', 'b'], { text: 'a' }]) {
+      const refused = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt });
+      expect(refused.status, JSON.stringify(prompt)).toBe(400);
+      expect(refused.body.error, JSON.stringify(prompt)).toEqual({ code: 'INVALID_REQUEST', message: 'Invalid request: body/prompt must be string.' });
+    }
+    expect((await journalEvents(id)).length).toBe(0);
+  });
+
+  it("refuses the other bodies' non-strings too (a turn's model, a session's id, an approval's reason), while a query's digits are still numbers", async () => {
+    const id = await newSession();
+    const model = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'hi', model: 5 });
+    expect(model.status).toBe(400);
+    expect(model.body.error).toEqual({ code: 'INVALID_REQUEST', message: 'Invalid request: body/model must be string.' });
+    const session = await s.api('POST', '/v1/sessions', { id: 12345 });
+    expect(session.status).toBe(400);
+    expect(session.body.error).toEqual({ code: 'INVALID_REQUEST', message: 'Invalid request: body/id must be string.' });
+    const reason = await s.api('POST', `/v1/sessions/${id}/approvals/call-1`, { decision: 'deny', reason: 5 });
+    expect(reason.status).toBe(400);
+    expect(reason.body.error).toEqual({ code: 'INVALID_REQUEST', message: 'Invalid request: body/reason must be string.' });
+    const events = await s.api('GET', `/v1/sessions/${id}/events?after=0&limit=5`);
+    expect(events.status).toBe(200);
+    const notSeq = await s.api('GET', `/v1/sessions/${id}/events?after=x`);
+    expect(notSeq.status).toBe(400);
+    expect(notSeq.body.error.code).toBe('INVALID_REQUEST');
+    expect((await journalEvents(id)).length).toBe(0);
+  });
+});
+
 describe('sessions and turns', () => {
   it('creates and lists sessions, runs a turn, reads events by seq range and the state at a seq', async () => {
     const created = await s.api('POST', '/v1/sessions', { title: 'greeting' });
