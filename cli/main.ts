@@ -292,7 +292,8 @@ export async function reportError(error: unknown, io: Io, globals: GlobalOptions
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
   if (typeof code === 'string' && FILE_SYSTEM_CODES.test(code)) {
-    io.err.write(`${c.red(`error ${code}:`)} ${printable(message)}\n`);
+    // Node's message starts with the code itself ("ENOENT: no such file…"): print it once.
+    io.err.write(`${c.red(`error ${code}:`)} ${printable(message.startsWith(`${code}: `) ? message.slice(code.length + 2) : message)}\n`);
     if (debug) io.err.write(`${c.dim(error instanceof Error ? (error.stack ?? '') : '')}\n`);
     return 1;
   }

@@ -8,9 +8,9 @@
  * journal with its recorded times, its subagent sessions' spans under the calls that ran them.
  */
 import { closeSync, fsyncSync, linkSync, openSync, rmSync, writeSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { exportSession, HarnessError, importJournal, readJournal, readJournalHeader, storeSource } from '../../runtime/index.ts';
-import { writeAll, type Io } from '../env.ts';
+import { shellQuote, writeAll, type Io } from '../env.ts';
 import { printable } from '../format.ts';
 import { openHarnessForReading, selfWithGlobals, sessionRef, statOf, type GlobalOptions } from '../setup.ts';
 
@@ -29,7 +29,8 @@ export interface ExportOptions {
  * temporary name, synced, then linked into place: a reader never sees half a journal, and an
  * existing file is never overwritten). With `-o`, one `exported` line on stderr.
  * @throws HarnessError `JOURNAL_NOT_FOUND`, `AMBIGUOUS_SESSION`, the reader's `JOURNAL_*` errors
- *   (checked before anything is written), `OUTPUT_EXISTS`.
+ *   (checked before anything is written), `OUTPUT_EXISTS`, `OUTPUT_FOLDER_NOT_FOUND` (the target's folder
+ *   is missing), `OUTPUT_NOT_WRITABLE`.
  */
 export async function exportCommand(session: string, options: ExportOptions, globals: GlobalOptions, io: Io): Promise<number> {
   if (options.otel !== undefined && options.output !== undefined) {
@@ -49,7 +50,12 @@ export async function exportCommand(session: string, options: ExportOptions, glo
       throw new HarnessError('OUTPUT_EXISTS', `${target} exists; export into a new file (it is never overwritten), or to stdout without -o.`, { details: { path: target } });
     }
     const partial = `${target}.partial-${process.pid}`;
-    const fd = openSync(partial, 'wx', 0o600);
+    let fd: number;
+    try {
+      fd = openSync(partial, 'wx', 0o600);
+    } catch (error) {
+      throw outputError(error, target);
+    }
     let result: Awaited<ReturnType<typeof exportSession>>;
     try {
       result = await exportSession(harness.store, ref, (text) => {
@@ -79,6 +85,28 @@ export async function exportCommand(session: string, options: ExportOptions, glo
   } finally {
     await harness.dispose();
   }
+}
+
+/**
+ * Why `-o target` cannot be written, naming the target (not the temporary `.partial-<pid>` next to
+ * it) and the fix; another error as it is.
+ */
+function outputError(error: unknown, target: string): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  const folder = dirname(target);
+  const details = { path: target, folder };
+  if (code === 'ENOENT')
+    return new HarnessError('OUTPUT_FOLDER_NOT_FOUND', `Cannot write ${target}: the folder ${folder} does not exist; create it (mkdir -p ${shellQuote(folder)}) or export into an existing folder.`, {
+      details,
+      cause: error,
+    });
+  if (code === 'ENOTDIR') return new HarnessError('OUTPUT_FOLDER_NOT_FOUND', `Cannot write ${target}: a part of ${folder} is a file, not a folder; export into a folder.`, { details, cause: error });
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS')
+    return new HarnessError('OUTPUT_NOT_WRITABLE', `Cannot write ${target}: the folder ${folder} is not writable (${code}); export into a folder you can write to, or to stdout without -o.`, {
+      details,
+      cause: error,
+    });
+  return error;
 }
 
 /**
