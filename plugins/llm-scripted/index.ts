@@ -7,6 +7,7 @@
  * from files named in the config — `.json` rule lists or `.ts` modules whose default export is a
  * script function — each served as a model id.
  */
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -37,7 +38,21 @@ export default definePlugin({
     .default({ provider: 'scripted', paceMs: 0, fragmentChars: 12, contextWindow: 128_000, scripts: {} }),
   async setup(ctx, config) {
     const scripts = new Map<string, ScriptFunction>([['scripted-default', defaultScript]]);
-    for (const [model, file] of Object.entries(config.scripts)) scripts.set(model, await loadScript(isAbsolute(file) ? file : resolve(ctx.paths.baseDir, file)));
+    const missing: { message: string; path: string[] }[] = [];
+    for (const [model, file] of Object.entries(config.scripts)) {
+      const path = isAbsolute(file) ? file : resolve(ctx.paths.baseDir, file);
+      if (!existsSync(path)) {
+        const from = isAbsolute(file) ? '' : ` (${JSON.stringify(file)} is relative to the config's folder, ${ctx.paths.baseDir})`;
+        missing.push({ message: `no script file at ${path}${from}; check the path, or remove the model`, path: ['scripts', model] });
+        continue;
+      }
+      scripts.set(model, await loadScript(path));
+    }
+    // Reported like a schema issue: the host names the plugin and where each path is written.
+    if (missing.length > 0)
+      throw new HarnessError('INVALID_CONFIG', missing.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('\n'), {
+        issues: missing.map((issue) => ({ code: 'SCRIPT_NOT_FOUND', ...issue })),
+      });
     ctx.llm.registerAdapter([config.provider], new ScriptedAdapter({ scripts, paceMs: config.paceMs, fragmentChars: config.fragmentChars, contextWindow: config.contextWindow }));
   },
 });

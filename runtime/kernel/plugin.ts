@@ -300,7 +300,7 @@ export class PluginHost {
       await fiber.run(() => definition.setup(ctx, config));
     } catch (error) {
       await fiber.dispose();
-      throw setupFailed(definition.name, error);
+      throw setupFailed(definition.name, error, this.configPath);
     }
     return { definition, modulePath, rawConfig, generation, order, fiber, scope };
   }
@@ -398,7 +398,21 @@ export function changedKeys(before: unknown, after: unknown): string[] {
   return [...keys].filter((key) => !isDeepStrictEqual(before?.[key], after?.[key])).sort();
 }
 
-function setupFailed(name: string, error: unknown): HarnessError {
+/**
+ * The error of a failed setup. A setup may throw `INVALID_CONFIG` with `issues` (paths inside its own
+ * config) for a value its schema cannot judge (a file that is not there): it is reported like a
+ * schema issue — headed with the plugin's name, each key's `file:line:col` in `configPath`.
+ */
+function setupFailed(name: string, error: unknown, configPath: string | undefined): HarnessError {
+  if (HarnessError.is(error) && error.code === 'INVALID_CONFIG' && error.issues.length > 0 && error.failure.plugin === undefined) {
+    return invalidConfig({
+      heading: `Plugin "${name}" has an invalid config:`,
+      issues: error.issues,
+      footer: "Fix these fields in this plugin's entry of the harness config.",
+      ...(configPath === undefined ? {} : { configPath }),
+      details: { plugin: name },
+    });
+  }
   if (HarnessError.is(error) && (error.code === 'PLUGIN_SETUP_FAILED' || error.code === 'INVALID_CONFIG')) return error;
   const message = error instanceof Error ? error.message : String(error);
   return new HarnessError('PLUGIN_SETUP_FAILED', `Setup of plugin "${name}" failed: ${message}`, {
