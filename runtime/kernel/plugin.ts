@@ -173,7 +173,7 @@ export class PluginHost {
         next.scope.commit();
       } catch (error) {
         await next.fiber.dispose();
-        throw setupFailed(definition.name, error);
+        throw setupFailed(definition.name, error, this.configPath);
       }
       this.loaded.set(definition.name, next);
       const info = this.info(next);
@@ -215,7 +215,7 @@ export class PluginHost {
         } catch (error) {
           current.scope.reattach();
           await next.fiber.dispose();
-          const failure = setupFailed(name, error);
+          const failure = setupFailed(name, error, this.configPath);
           this.reloadFailed(current, failure, changed);
           throw failure;
         }
