@@ -104,7 +104,11 @@ export class StoreJournal implements SessionJournal {
   private queuedBytes = 0;
   private scheduled = false;
   private writing: Promise<void> | undefined;
-  private unsynced = false;
+  /** Batches written so far, and how many of them the last finished `lease.sync()` covers. */
+  private writeCount = 0;
+  private syncedCount = 0;
+  /** The `lease.sync()` in flight: a checkpoint that comes meanwhile waits for it (and syncs again if its lines came after it began). */
+  private syncing: Promise<void> | undefined;
   private failure: unknown;
   private closing: Promise<void> | undefined;
   private closed = false;
@@ -292,7 +296,7 @@ export class StoreJournal implements SessionJournal {
         this.queuedBytes = 0;
         this.lastWriteAtMs = performance.now();
         await this.lease.write(firstSeq, lines);
-        this.unsynced = true;
+        this.writeCount++;
         this.written(batch, firstSeq + lines.length - 1);
       } catch (error) {
         this.failure = error;
@@ -329,14 +333,25 @@ export class StoreJournal implements SessionJournal {
     if (this.failure !== undefined) throw this.writeFailed();
     // A write may be in flight while more lines queue behind it: pump until both are empty.
     while (this.writing !== undefined || this.queue.length > 0) await this.pump();
-    if (this.unsynced) {
-      this.unsynced = false;
-      try {
-        await this.lease.sync();
-      } catch (error) {
-        this.failure = error;
-        throw this.writeFailed();
+    // Concurrent checkpoints share syncs: each waits until a sync that began after its lines were
+    // written has finished (one already in flight when they were written may not cover them).
+    const target = this.writeCount;
+    while (this.syncedCount < target) {
+      if (this.syncing === undefined) {
+        const covering = this.writeCount;
+        this.syncing = this.lease.sync().then(
+          () => {
+            this.syncing = undefined;
+            if (covering > this.syncedCount) this.syncedCount = covering;
+          },
+          (error: unknown) => {
+            this.syncing = undefined;
+            this.failure = error;
+            throw this.writeFailed();
+          },
+        );
       }
+      await this.syncing;
     }
   }
 }
