@@ -47,7 +47,7 @@ export const NOTIFY_CHANNEL = 'harness_journal';
 const PAGE_ROWS = 5000;
 /** Rows per insert statement when a session is created with a prefix (fork, import). */
 const PREFIX_ROWS = 2000;
-const SUMMARY_TYPES = ['turn/start', 'session/title', 'assistant/message', 'compaction/summary'];
+const SUMMARY_TYPES = ['turn/start', 'turn/end', 'session/title', 'assistant/message', 'compaction/summary'];
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database` (any libpq-style URL `pg` takes). */
@@ -485,6 +485,21 @@ export class PostgresJournalStore implements JournalStore {
       }
     }
     return sortSummaries(out);
+  }
+
+  /** Sessions of `ids` whose advisory lock (the writer's lease) a connection to this database holds now. */
+  async liveWriters(ids: readonly string[]): Promise<ReadonlySet<string>> {
+    if (ids.length === 0) return new Set();
+    // Advisory locks are per database: only this database's count (a cluster may hold others with the same ids).
+    const { rows } = await this.query<{ id: string }>(
+      `SELECT s.id FROM unnest($1::text[]) AS s(id)
+       WHERE hashtextextended(s.id, $2) IN (
+         SELECT (l.classid::bigint << 32) | l.objid::bigint FROM pg_locks l
+         WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+           AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`,
+      [ids, LOCK_SEED],
+    );
+    return new Set(rows.map((row) => row.id));
   }
 
   async close(): Promise<void> {

@@ -179,15 +179,18 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
 
   app.get('/v1/health', async () => ({ ok: true, readOnly: options.readOnly === true }));
 
-  app.get('/v1/sessions', async () => ({
-    sessions: await Promise.all(
-      (await turns.listSessions()).map(async ({ path: _path, ...summary }) => {
-        const running = turns.runningTurnOf(summary.id);
+  app.get('/v1/sessions', async () => {
+    const summaries = await turns.listSessions();
+    // Running on any worker of the store, not only here.
+    const runningTurns = await turns.runningTurns(summaries);
+    return {
+      sessions: summaries.map(({ path: _path, openTurn: _openTurn, ...summary }) => {
+        const running = runningTurns.get(summary.id);
         const cost = summary.error === undefined ? turns.costOfSummary(summary) : undefined;
         return { ...summary, ...(running === undefined ? {} : { runningTurn: running }), ...(cost && cost.pricedCallCount > 0 ? { costUsd: cost.costUsd } : {}) };
       }),
-    ),
-  }));
+    };
+  });
 
   addViewerRoutes(app, options.viewerDir);
 

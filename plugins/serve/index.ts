@@ -21,7 +21,7 @@ import { buildApp } from './http.ts';
 import { TurnQueue, type TurnQueueOptions } from './queue.ts';
 import { checkServable, TurnService } from './turns.ts';
 
-export { TurnService, checkServable, type TurnServiceOptions, type TurnInput, type SubmittedTurn, type SessionInfo, type SessionCost } from './turns.ts';
+export { TurnService, checkServable, type TurnServiceOptions, type TurnInput, type SubmittedTurn, type SessionInfo, type SessionCost, type RunningTurn } from './turns.ts';
 export { ApprovalDesk, type PendingApproval, type ApprovalReply } from './approvals.ts';
 export { EventQueue } from './tail.ts';
 export { TurnQueue, TURN_QUEUE, type TurnQueueOptions, type QueuedTurn } from './queue.ts';

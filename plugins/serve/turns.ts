@@ -127,6 +127,15 @@ export interface SubmittedTurn {
   readonly replayed?: boolean;
 }
 
+/** A turn running in a session (see {@link TurnService.runningTurns}). */
+export interface RunningTurn {
+  readonly turn: number;
+  /** Seq of its `turn/start`. */
+  readonly startSeq: number;
+  /** True when this server runs it; false when another process writing to the store does. */
+  readonly runsHere: boolean;
+}
+
 /** One session, as `getSession` describes it. */
 export interface SessionInfo {
   readonly id: string;
@@ -138,8 +147,9 @@ export interface SessionInfo {
   readonly lastSeq: number;
   readonly usage: SessionState['usage'];
   readonly lastTurnEnd?: SessionState['lastTurnEnd'];
-  /** The turn this server is running in the session, if any. */
-  readonly runningTurn?: { readonly turn: number; readonly startSeq: number };
+  /** The turn running in the session, on this server or on any other writing to the store, if any. */
+  readonly runningTurn?: RunningTurn;
+  /** The approvals this server's turn waits for. */
   readonly pendingApprovals: readonly PendingApproval[];
   readonly parent?: { readonly sessionId: string; readonly seq: number };
 }
@@ -234,8 +244,9 @@ export class TurnService {
     const id = await this.idOf(sessionId);
     await this.flushRunning(sessionId);
     const opened = await openSession(id, { store: this.harness.store });
-    const running = this.running.get(sessionId);
     const { state, header } = opened;
+    const own = this.runningTurnOf(sessionId);
+    const running = own !== undefined ? { ...own, runsHere: true } : state.openTurn === undefined ? undefined : await this.storedRunningTurn(id, state.openTurn.turn);
     return {
       id: header.id,
       createdAtMs: header.createdAtMs,
@@ -245,7 +256,7 @@ export class TurnService {
       lastSeq: opened.lastSeq,
       usage: state.usage,
       ...(state.lastTurnEnd ? { lastTurnEnd: state.lastTurnEnd } : {}),
-      ...(running?.turn !== undefined ? { runningTurn: { turn: running.turn, startSeq: running.startSeq! } } : {}),
+      ...(running !== undefined ? { runningTurn: running } : {}),
       pendingApprovals: this.desk.pendingIn(sessionId),
       ...(header.parent ? { parent: header.parent } : {}),
     };
@@ -495,6 +506,37 @@ export class TurnService {
   runningTurnOf(sessionId: string): { readonly turn: number; readonly startSeq: number } | undefined {
     const running = this.running.get(sessionId);
     return running?.turn === undefined ? undefined : { turn: running.turn, startSeq: running.startSeq! };
+  }
+
+  /**
+   * The running turn of each listed session, wherever it runs: this server's own (`runsHere`),
+   * and a turn any other process writing to the store runs — a summary's `openTurn` whose session
+   * a live writer holds the lease of (`JournalStore.liveWriters`, one query for the whole list).
+   * An open turn with no live writer is one a dead writer left (not running). A store that cannot
+   * tell who writes: this server's turns only.
+   */
+  async runningTurns(summaries: readonly Pick<SessionSummary, 'id' | 'openTurn'>[]): Promise<Map<string, RunningTurn>> {
+    const out = new Map<string, RunningTurn>();
+    const elsewhere: Pick<SessionSummary, 'id' | 'openTurn'>[] = [];
+    for (const summary of summaries) {
+      const own = this.runningTurnOf(summary.id);
+      if (own !== undefined) out.set(summary.id, { ...own, runsHere: true });
+      else if (summary.openTurn !== undefined) elsewhere.push(summary);
+    }
+    const store = this.harness.store;
+    if (elsewhere.length === 0 || store.liveWriters === undefined) return out;
+    const live = await store.liveWriters(elsewhere.map((summary) => summary.id));
+    for (const summary of elsewhere) if (live.has(summary.id)) out.set(summary.id, { ...summary.openTurn!, runsHere: false });
+    return out;
+  }
+
+  /** Open turn `turn` of session `id` when a live writer holds the session (another process runs it), else undefined. */
+  private async storedRunningTurn(id: string, turn: number): Promise<RunningTurn | undefined> {
+    const store = this.harness.store;
+    if (store.liveWriters === undefined || !(await store.liveWriters([id])).has(id)) return undefined;
+    let startSeq: number | undefined;
+    for await (const event of readJournal(this.source(id))) if (event.type === 'turn/start' && event.data.turn === turn) startSeq = event.seq;
+    return startSeq === undefined ? undefined : { turn, startSeq, runsHere: false };
   }
 
   /** The calls of the session waiting for an answer. @throws HarnessError `SESSION_NOT_FOUND`. */

@@ -183,3 +183,15 @@ export function releaseLock(lockPath: string): void {
 export function holdsLock(lockPath: string): boolean {
   return held.has(lockPath);
 }
+
+/**
+ * Whether a live writer holds the lock `lockPath` now: this process, or the pid in the file while
+ * that process exists (a dead writer's lock is stale; a fresh lock not readable yet counts).
+ */
+export function lockHeldByLiveWriter(lockPath: string): boolean {
+  if (held.has(lockPath)) return true;
+  const holder = readHolder(lockPath);
+  if (holder === undefined) return false;
+  if (holder.pid === null) return holder.ageMs < UNREADABLE_GRACE_MS;
+  return holder.pid !== process.pid && isAlive(holder.pid);
+}

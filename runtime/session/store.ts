@@ -136,6 +136,13 @@ export interface JournalStore {
   tail(id: string, options: TailOptions): AsyncIterable<readonly JournalLine[]>;
   /** Every session's summary, most recently updated first (unreadable ones last, with `error`). */
   list(): Promise<SessionSummary[]>;
+  /**
+   * Which of the sessions `ids` a live writer holds the lease of right now, in any process (a
+   * dead writer's lease does not count): with a summary's `openTurn`, a turn running anywhere.
+   * One query (or one look at each lock) for all of them. Optional: a store that cannot tell
+   * leaves it out.
+   */
+  liveWriters?(ids: readonly string[]): Promise<ReadonlySet<string>>;
   /** The store's location of a session (what `JournalLease.location` will say). */
   locationOf(id: string): string;
   /** Releases the store's own resources (connections). Leases must be released first. */

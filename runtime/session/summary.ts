@@ -14,13 +14,14 @@ import { assertForkComplete, parseEventLine, parseHeaderLine } from './reader.ts
 /** The envelope of a record line as the writer makes it: seq, type, atMs. */
 export const RECORD_ENVELOPE = /^\{"seq":(\d+),"type":"([^"\\]+)","atMs":(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),/;
 /** The only event types a summary parses. */
-export const SUMMARY_TYPES: ReadonlySet<string> = new Set(['turn/start', 'session/title', 'assistant/message', 'compaction/summary']);
+export const SUMMARY_TYPES: ReadonlySet<string> = new Set(['turn/start', 'turn/end', 'session/title', 'assistant/message', 'compaction/summary']);
 
 /** Folds a session's lines (header first) into a summary. */
 export class Summarizer {
   header: SessionHeader | undefined;
   private title: string | undefined;
   private turnCount = 0;
+  private openTurn: { turn: number; startSeq: number } | undefined;
   private eventCount = 0;
   /** `atMs` of the last event seen. */
   lastAtMs: number | undefined;
@@ -60,8 +61,12 @@ export class Summarizer {
     const type = event.type;
     this.lastAtMs = event.atMs;
     this.eventCount++;
-    if (type === 'turn/start') this.turnCount++;
-    else if (type === 'session/title') this.title = (event as SessionEvent<'session/title'>).data.title;
+    if (type === 'turn/start') {
+      this.turnCount++;
+      this.openTurn = { turn: (event as SessionEvent<'turn/start'>).data.turn, startSeq: event.seq };
+    } else if (type === 'turn/end') {
+      if (this.openTurn?.turn === (event as SessionEvent<'turn/end'>).data.turn) this.openTurn = undefined;
+    } else if (type === 'session/title') this.title = (event as SessionEvent<'session/title'>).data.title;
     else if (type === 'assistant/message') {
       const data = (event as SessionEvent<'assistant/message'>).data;
       this.add(data.usage, data.message?.source?.provider, data.message?.source?.model);
@@ -103,6 +108,7 @@ export class Summarizer {
       ...(this.title !== undefined ? { title: this.title } : {}),
       ...(h.cwd !== undefined ? { cwd: h.cwd } : {}),
       turnCount: this.turnCount,
+      ...(this.openTurn !== undefined ? { openTurn: this.openTurn } : {}),
       usage: this.usage,
       ...(this.byModel.size > 0 ? { usageByModel: [...this.byModel.values()] } : {}),
       eventCount: this.eventCount,

@@ -108,6 +108,11 @@ export interface SessionSummary {
   /** The session's workspace (its header's `cwd`), when it has one. */
   readonly cwd?: string;
   readonly turnCount: number;
+  /**
+   * The last turn started and not ended in the journal: a turn running now, or one whose writer
+   * died (the next open closes it, `interrupted`). `JournalStore.liveWriters` tells which.
+   */
+  readonly openTurn?: { readonly turn: number; readonly startSeq: number };
   /** Token totals of every `assistant/message` and `compaction/summary`. */
   readonly usage: TokenUsage;
   /**

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, FileJournalStore, readJournal, storeSource, type AnySessionEvent, type JournalStore } from '../../runtime/index.ts';
 import { TurnService } from '../../plugins/serve/index.ts';
 import { startPostgres, type TestPostgres } from '../support/postgres.ts';
+import { createJournal } from '../../runtime/internal.ts';
 import { tempDir } from '../agent/support.ts';
 import { openStream, readUntil, serve, type Served } from './support.ts';
 
@@ -94,6 +95,39 @@ describe('serve on a PostgreSQL store', { timeout: 60_000 }, () => {
     expect(next.body.turn).toMatchObject({ turn: 2, startSeq: seen.length + 1 });
     await b.server.turns.turnEnd(id, 2);
     expect((await stored(id)).filter((e) => e.type === 'turn/end').map((e) => (e.data as { reason: string }).reason)).toEqual(['completed', 'completed']);
+  });
+
+  it("shows a turn another server runs as running in this server's list and session (the writer's lease in the store, not this process's memory), and not once it ended", async () => {
+    const id = (await a.api('POST', '/v1/sessions', { title: 'running elsewhere' })).body.session.id as string;
+    const listed = async (served: Served): Promise<unknown> => (await served.api('GET', '/v1/sessions')).body.sessions.find((s: { id: string }) => s.id === id).runningTurn;
+    const stream = openStream(`${a.server.url}/v1/sessions/${id}/stream`);
+    // A's policy asks about the write tool: the turn waits on A for an answer, running.
+    const submitted = await a.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'poke it' });
+    expect(submitted.status).toBe(202);
+    const asked = await readUntil(stream.frames, (e) => e.type === 'approval/requested');
+    const startSeq = submitted.body.turn.startSeq as number;
+    expect(await listed(b)).toEqual({ turn: 1, startSeq, runsHere: false });
+    expect(await listed(a)).toEqual({ turn: 1, startSeq, runsHere: true });
+    expect((await b.api('GET', `/v1/sessions/${id}`)).body.session.runningTurn).toEqual({ turn: 1, startSeq, runsHere: false });
+
+    const callId = (asked.at(-1)!.data as { callId: string }).callId;
+    expect((await a.api('POST', `/v1/sessions/${id}/approvals/${callId}`, { decision: 'allow' })).status).toBe(200);
+    await readUntil(stream.frames, (e) => e.type === 'turn/end');
+    stream.close();
+    await a.server.turns.turnEnd(id, 1);
+    expect(await listed(a)).toBeUndefined();
+    expect(await listed(b)).toBeUndefined();
+    expect((await b.api('GET', `/v1/sessions/${id}`)).body.session.runningTurn).toBeUndefined();
+  });
+
+  it('a turn whose writer died is not running anywhere (its turn is open in the store, its lease is gone)', async () => {
+    const journal = await createJournal({ store: a.harness.store, id: 'writer-died' });
+    journal.append('turn/start', { turn: 1 });
+    await journal.close(); // the lease ends with the writer; the turn stays open until the next open closes it
+    const summary = (await b.harness.store.list()).find((s) => s.id === 'writer-died');
+    expect(summary?.openTurn).toEqual({ turn: 1, startSeq: 1 });
+    expect((await b.api('GET', '/v1/sessions')).body.sessions.find((s: { id: string }) => s.id === 'writer-died').runningTurn).toBeUndefined();
+    expect((await b.api('GET', '/v1/sessions/writer-died')).body.session.runningTurn).toBeUndefined();
   });
 
   it('refuses a store that cannot serve (no writer lease, no live tail) with STORE_UNSUPPORTED naming it', async () => {

@@ -84,6 +84,34 @@ describe('TurnService in-process', () => {
     await s.harness.dispose();
   });
 
+  it("on one file store, a turn another server runs is running in this server's list (its journal's lock file, held by a live writer)", async () => {
+    const store = `file:${join(tempDir('harness-live-'), 'data')}`;
+    const a = await serve({ approvalPolicy: 'read-only' }, { store });
+    const b = await serve({}, { store });
+    try {
+      const { id } = (await a.api('POST', '/v1/sessions', {})).body.session;
+      const listed = async (): Promise<unknown> => (await b.api('GET', '/v1/sessions')).body.sessions.find((s: { id: string }) => s.id === id).runningTurn;
+      const stream = openStream(`${a.server.url}/v1/sessions/${id}/stream`);
+      const { startSeq } = (await a.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'poke it' })).body.turn;
+      let callId: string | undefined;
+      while (callId === undefined) {
+        const next = await stream.frames.next();
+        if (next.done) throw new Error('the stream ended before the approval was asked');
+        const event = JSON.parse(next.value.data) as AnySessionEvent;
+        if (event.type === 'approval/requested') callId = (event.data as { callId: string }).callId;
+      }
+      // Waiting for its approval on A: running there, seen from B.
+      expect(await listed()).toEqual({ turn: 1, startSeq, runsHere: false });
+      await a.api('POST', `/v1/sessions/${id}/approvals/${callId}`, { decision: 'allow' });
+      await a.server.turns.turnEnd(id, 1);
+      stream.close();
+      expect(await listed()).toBeUndefined();
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('closing a server ends each stream only after it passed on every event the store holds', async () => {
     // Two servers on one data directory: B's stream follows, through the store, a turn A runs.
     const store = `file:${join(tempDir('harness-drain-'), 'data')}`;

@@ -224,7 +224,7 @@ describe.each(CASES)('many workers on one PostgreSQL queue, journals in the $sto
           const worker = fleet.slots[slot];
           if (worker === undefined) continue;
           const running = await api(worker.url, 'GET', '/v1/sessions')
-            .then((body: { sessions: { runningTurn?: unknown }[] }) => body.sessions.filter((s) => s.runningTurn !== undefined).length)
+            .then((body: { sessions: { runningTurn?: { runsHere: boolean } }[] }) => body.sessions.filter((s) => s.runningTurn?.runsHere === true).length)
             .catch(() => 0);
           if (running === 0 || fleet.slots[slot] !== worker) continue;
           fleet.kill(slot);
