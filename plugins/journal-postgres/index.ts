@@ -13,13 +13,27 @@
  */
 import { definePlugin, registerJournalStore, z } from '../../runtime/index.ts';
 
-export { openPostgresStore, PostgresJournalStore, NOTIFY_CHANNEL, type PostgresStoreOptions } from './store.ts';
-export { SCHEMA_VERSION } from './schema.ts';
+import type { PostgresJournalStore, PostgresStoreOptions } from './store.ts';
 
-// `pg` is loaded only when a postgres store is opened: a config that lists this plugin costs nothing otherwise.
-// At the top level, not inside `setup`: tsc 5.9 leaves a dynamic import's `.ts` unrewritten in a
-// context-sensitive function of a generic call (dist would import ./store.ts; scripts/dist-imports.mjs checks).
+export type { PostgresJournalStore, PostgresStoreOptions } from './store.ts';
+export { NOTIFY_CHANNEL, SCHEMA_VERSION } from './schema.ts';
+
+// `pg` is loaded only when a postgres store is opened: the default stack lists this plugin, and a
+// run on the file store should not pay for loading `pg` (so nothing here imports store.ts eagerly:
+// test/store/lazy-pg.test.ts). At the top level, not inside `setup`: tsc 5.9 leaves a dynamic
+// import's `.ts` unrewritten in a context-sensitive function of a generic call (dist would import
+// ./store.ts; scripts/dist-imports.mjs checks).
 const loadStore = () => import('./store.ts');
+
+/**
+ * Opens a PostgreSQL journal store directly (embedders, tools), creating or migrating its schema
+ * (DESIGN "Stores"). Loads `pg` on first use.
+ * @throws HarnessError `STORE_SCHEMA_TOO_NEW` for a database migrated by a newer Harness; the
+ *   connection's own error when the server cannot be reached.
+ */
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresJournalStore> {
+  return (await loadStore()).openPostgresStore(options);
+}
 
 export default definePlugin({
   name: 'journal-postgres',

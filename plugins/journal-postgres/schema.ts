@@ -19,6 +19,9 @@ export interface MigrationClient {
   query<Row extends Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: Row[] }>;
 }
 
+/** The LISTEN/NOTIFY channel a store notifies once per appended batch (payload: `<seq> <sessionId>`). */
+export const NOTIFY_CHANNEL = 'harness_journal';
+
 /** The schema version this code reads and writes. */
 export const SCHEMA_VERSION = 1;
 

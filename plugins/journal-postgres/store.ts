@@ -37,12 +37,12 @@ import {
   type SessionSummary,
   type TailOptions,
 } from '../../runtime/index.ts';
-import { migrate } from './schema.ts';
+import { migrate, NOTIFY_CHANNEL } from './schema.ts';
+
+export { NOTIFY_CHANNEL };
 
 /** Seed of the advisory lock keys of sessions (`hashtextextended(id, seed)`): "Harn". */
 const LOCK_SEED = 1214345838;
-/** The LISTEN/NOTIFY channel. */
-export const NOTIFY_CHANNEL = 'harness_journal';
 /** Rows per read query. */
 const PAGE_ROWS = 5000;
 /** Rows per insert statement when a session is created with a prefix (fork, import). */
