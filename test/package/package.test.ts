@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isRelativeLink, linkPath, markdownLinks } from '../support/markdown-links.ts';
 import { startPostgres, type TestPostgres } from '../support/postgres.ts';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -269,7 +270,7 @@ export default defineConfig({ defaults: DEFAULT_DEFAULTS, plugins: [...defaultPl
     run('npm', ['run', 'typecheck'], dir);
   });
 
-  it('the tarball holds dist/, bin/, README, LICENSE and package.json only', () => {
+  it('the tarball holds dist/, bin/, README, LICENSE, package.json and the cookbook pages only', () => {
     const [pack] = JSON.parse(run('npm', ['pack', '--dry-run', '--json'], repo).stdout) as { files: { path: string }[] }[];
     const paths = pack!.files.map((file) => file.path);
     expect(paths).toEqual(
@@ -286,11 +287,24 @@ export default defineConfig({ defaults: DEFAULT_DEFAULTS, plugins: [...defaultPl
         'dist/plugins/llm-scripted/index.js',
         // The session viewer's built page (its assets are named by content hash).
         'dist/viewer/index.html',
+        // The cookbook's pages (its examples stay in the repository; the pages link them there).
+        'cookbook/README.md',
+        'cookbook/serve.md',
       ]),
     );
-    expect(paths.filter((path) => !/^(dist\/|bin\/harness\.js$|README\.md$|LICENSE$|package\.json$)/.test(path))).toEqual([]);
-    expect(paths.filter((path) => /(^|\/)(test|bench|cookbook|scripts|\.ci)\/|\.test\.|\.bench\./.test(path))).toEqual([]);
+    expect(paths.filter((path) => !/^(dist\/|bin\/harness\.js$|README\.md$|LICENSE$|package\.json$|cookbook\/[\w-]+\.md$)/.test(path))).toEqual([]);
+    expect(paths.filter((path) => /(^|\/)(test|bench|scripts|\.ci)\/|\.test\.|\.bench\./.test(path))).toEqual([]);
     expect(paths.filter((path) => path.endsWith('.ts') && !path.endsWith('.d.ts'))).toEqual([]);
     expect(existsSync(tarball)).toBe(true);
+    // In node_modules, the README's and the cookbook's relative links name installed files.
+    const installed = join(project, 'node_modules/harness-runtime');
+    const broken: string[] = [];
+    for (const doc of ['README.md', ...readdirSync(join(installed, 'cookbook')).map((name) => `cookbook/${name}`)]) {
+      for (const target of markdownLinks(readFileSync(join(installed, doc), 'utf8')).filter(isRelativeLink)) {
+        if (!existsSync(join(installed, dirname(doc), linkPath(target)))) broken.push(`${doc}: ${target}`);
+      }
+    }
+    expect(broken).toEqual([]);
+    expect(readFileSync(join(installed, 'README.md'), 'utf8')).toContain('](cookbook/README.md)');
   });
 });
