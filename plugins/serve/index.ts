@@ -175,14 +175,29 @@ export async function startServer(harness: Harness, settings: ServeSettings, opt
   };
 }
 
+/** The shortest bearer token a server takes, characters. */
+export const MIN_TOKEN_LENGTH = 16;
+
 /**
  * The token given (`token`, else `$HARNESS_SERVE_TOKEN`), or undefined (one is generated).
- * @throws HarnessError `INVALID_CONFIG` for one shorter than 16 characters (never echoed).
+ * @throws HarnessError `INVALID_SERVE_TOKEN` for one shorter than {@link MIN_TOKEN_LENGTH} characters,
+ *   naming where it came from (the variable or the option) and the rule; the token is never echoed.
  */
-export function checkToken(token: string | undefined = process.env[TOKEN_ENV]): string | undefined {
-  if (token === undefined || token === '') return undefined;
-  if (token.length < 16) throw new HarnessError('INVALID_CONFIG', `The serve token ($${TOKEN_ENV}) must be at least 16 characters; leave it unset to have one generated.`);
-  return token;
+export function checkToken(token?: string): string | undefined {
+  const fromEnv = token === undefined;
+  const value = fromEnv ? process.env[TOKEN_ENV] : token;
+  if (value === undefined || value === '') return undefined;
+  if (value.length < MIN_TOKEN_LENGTH) {
+    const rule = `a serve token must be at least ${MIN_TOKEN_LENGTH}`;
+    throw new HarnessError(
+      'INVALID_SERVE_TOKEN',
+      fromEnv
+        ? `$${TOKEN_ENV} is ${value.length} characters; ${rule}. Set it to a longer secret (openssl rand -hex 24), or unset it to have one generated and printed.`
+        : `The token option is ${value.length} characters; ${rule}. Pass a longer secret, or none to have one generated.`,
+      { details: { source: fromEnv ? TOKEN_ENV : 'token', length: value.length, minLength: MIN_TOKEN_LENGTH } },
+    );
+  }
+  return value;
 }
 
 /**

@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { checkToken } from '../../plugins/serve/index.ts';
 import { readJournal, type AnySessionEvent } from '../../runtime/index.ts';
 import { journalPath } from '../../runtime/internal.ts';
 import { bin, cleanEnv, harness, tempDir } from '../cli/support.ts';
@@ -61,10 +62,20 @@ describe('harness serve', { timeout: 60_000 }, () => {
     expect(other.stderr).not.toContain('hunter22');
   });
 
-  it('refuses a token shorter than 16 characters', async () => {
+  it('refuses a $HARNESS_SERVE_TOKEN shorter than 16 characters, naming the variable and the rule, not the config', async () => {
     const result = await harness(['serve', '--port', '0'], { home: home.dir, env: { HARNESS_SERVE_TOKEN: 'short' } });
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('error INVALID_CONFIG');
-    expect(result.stderr).not.toContain('short\n');
+    expect(result.stderr).toContain(
+      'error INVALID_SERVE_TOKEN: $HARNESS_SERVE_TOKEN is 5 characters; a serve token must be at least 16. Set it to a longer secret (openssl rand -hex 24), or unset it to have one generated and printed.',
+    );
+    expect(result.stderr).not.toMatch(/config/i);
+    expect(result.stderr).not.toContain('short');
+  });
+
+  it("an embedder's short token option is refused by the option's name", () => {
+    expect(() => checkToken('short-token')).toThrow(
+      expect.objectContaining({ code: 'INVALID_SERVE_TOKEN', message: 'The token option is 11 characters; a serve token must be at least 16. Pass a longer secret, or none to have one generated.' }),
+    );
+    expect(checkToken('a-token-of-16-ch')).toBe('a-token-of-16-ch');
   });
 });
