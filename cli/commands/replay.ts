@@ -18,7 +18,7 @@ import {
   type SessionHeader,
   type SessionState,
 } from '../../runtime/index.ts';
-import { Folder, initialState, unansweredToolCalls } from '../../runtime/internal.ts';
+import { Folder, initialState, liveWriterPid, lockPathOf, unansweredToolCalls } from '../../runtime/internal.ts';
 import type { Io } from '../env.ts';
 import { formatUsage, oneLine, printable } from '../format.ts';
 import { markdownFor } from '../markdown.ts';
@@ -273,6 +273,8 @@ function printState(state: SessionState, id: string, seq: number, io: Io): void 
  * Reads the whole journal strictly (header, every line, contiguous seq, known types), then checks
  * the fold: turns closed, every tool call answered, every assistant message equal to what its
  * chunks assemble to. Lists every problem (a salvage read finds corrupt lines past the first).
+ * A journal a live process is writing (its lock's pid is alive) is `being written`, exit 0, when
+ * all but its running turn checks out. A journal that is not there is `JOURNAL_NOT_FOUND`, thrown.
  */
 async function verify(harness: Harness, ref: string, io: Io): Promise<number> {
   const path = harness.store.locationOf(ref);
@@ -283,7 +285,8 @@ async function verify(harness: Harness, ref: string, io: Io): Promise<number> {
   try {
     opened = await openSession(ref, { ...store, events: true });
   } catch (error) {
-    if (!HarnessError.is(error)) throw error;
+    // A journal that is not there is not a damaged one: the plain not-found error.
+    if (!HarnessError.is(error) || error.code === 'JOURNAL_NOT_FOUND') throw error;
     problems.push(`${error.code}: ${printable(error.message)}`);
     if (error.code === 'JOURNAL_CORRUPT' || error.code === 'UNKNOWN_EVENT_TYPE' || error.code === 'INVALID_EVENT_DATA') {
       try {
@@ -299,13 +302,18 @@ async function verify(harness: Harness, ref: string, io: Io): Promise<number> {
       }
     }
   }
+  // A live writer holds the lock: an open turn, its unanswered calls and a half-written last line are
+  // the turn in progress, not damage.
+  const writerPid = harness.store.kind === 'file' ? liveWriterPid(lockPathOf(path)) : undefined;
+  /** What a running turn leaves open: damage only when no one is writing. */
+  const inProgress: string[] = [];
   if (opened !== undefined) {
     const events = opened.events ?? [];
-    if (opened.tornTail) problems.push(`line ${opened.tornTail.lineNumber}: torn last line (${opened.tornTail.reason}); resuming the session moves it to a sidecar file`);
+    if (opened.tornTail) inProgress.push(`line ${opened.tornTail.lineNumber}: torn last line (${opened.tornTail.reason}); resuming the session moves it to a sidecar file`);
     problems.push(...structureProblems(events));
     const state = opened.state;
-    if (state.openTurn) problems.push(`turn ${state.openTurn.turn} never ended (the session crashed or is still running); resuming it closes the turn`);
-    for (const pending of state.pendingToolCalls) problems.push(`tool call ${pending.callId} (${pending.name}, turn ${pending.turn}) has no result`);
+    if (state.openTurn) inProgress.push(`turn ${state.openTurn.turn} never ended (the session crashed); resuming it closes the turn`);
+    for (const pending of state.pendingToolCalls) inProgress.push(`tool call ${pending.callId} (${pending.name}, turn ${pending.turn}) has no result`);
     // A Set, not a scan of the pending calls per call: a message of thousands of calls stays linear.
     const pendingIds = new Set(state.pendingToolCalls.map((p) => p.callId));
     for (const call of unansweredToolCalls(state)) {
@@ -320,6 +328,16 @@ async function verify(harness: Harness, ref: string, io: Io): Promise<number> {
       }
     }
   }
+  if (writerPid !== undefined && problems.length === 0 && opened !== undefined) {
+    const open = opened.state.openTurn;
+    io.out.write(
+      `${c.yellow('being written')} ${path} ${c.dim(`(by pid ${writerPid}, which holds its lock)`)}\n${c.dim(
+        `${opened.eventCount} events so far, seq 1..${opened.lastSeq} contiguous · messages match their chunks${open ? ` · turn ${open.turn} is running: verify again once it ends` : ''}`,
+      )}\n`,
+    );
+    return 0;
+  }
+  if (writerPid === undefined) problems.push(...inProgress);
   if (problems.length === 0 && opened !== undefined) {
     const turns = opened.state.turnCount;
     io.out.write(
@@ -327,7 +345,7 @@ async function verify(harness: Harness, ref: string, io: Io): Promise<number> {
     );
     return 0;
   }
-  io.out.write(`${c.red('damaged')} ${printable(path)}\n`);
+  io.out.write(`${c.red('damaged')} ${printable(path)}${writerPid === undefined ? '' : c.dim(` (being written by pid ${writerPid}; its running turn is not counted)`)}\n`);
   for (const problem of problems) io.out.write(`  ${c.red('✗')} ${problem}\n`);
   return 1;
 }

@@ -195,3 +195,13 @@ export function lockHeldByLiveWriter(lockPath: string): boolean {
   if (holder.pid === null) return holder.ageMs < UNREADABLE_GRACE_MS;
   return holder.pid !== process.pid && isAlive(holder.pid);
 }
+
+/**
+ * The pid of the live writer of the journal whose lock is `lockPath` (this process's own pid when it
+ * holds it), or undefined when none holds it or its holder is dead (a stale lock of a crash).
+ */
+export function liveWriterPid(lockPath: string): number | undefined {
+  if (held.has(lockPath)) return process.pid;
+  const holder = readHolder(lockPath);
+  return holder?.pid != null && holder.pid !== process.pid && isAlive(holder.pid) ? holder.pid : undefined;
+}
