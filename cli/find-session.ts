@@ -32,11 +32,22 @@ export function journalOfPrefix(prefix: string, dataDir: string): string | undef
     .map((name) => name.slice(0, -'.jsonl'.length))
     .filter(isSessionId)
     .sort();
-  if (ids.length === 1) return join(dir, `${ids[0]}.jsonl`);
   if (ids.length === 0) return undefined;
+  const id = ids.length === 1 ? ids[0]! : baseOf(ids);
+  if (id !== undefined) return join(dir, `${id}.jsonl`);
   const shown = ids.slice(0, CANDIDATES_SHOWN).join(', ');
   const more = ids.length > CANDIDATES_SHOWN ? ` and ${ids.length - CANDIDATES_SHOWN} more` : '';
   throw new HarnessError('AMBIGUOUS_SESSION', `"${printable(prefix)}" is the start of ${ids.length} session ids: ${shown}${more}. Give more of the id.`, { details: { prefix, candidates: ids } });
+}
+
+/**
+ * Of the ids a prefix matches, the one the others derive from (`<id>.update-1` of a cassette
+ * update, `<id>.sub1` of a subagent): a prefix names the session, not also its derived copies.
+ * Undefined when no one id is the base of all the others.
+ */
+export function baseOf(ids: readonly string[]): string | undefined {
+  const shortest = ids.reduce((a, b) => (b.length < a.length ? b : a));
+  return ids.every((id) => id === shortest || id.startsWith(`${shortest}.`)) ? shortest : undefined;
 }
 
 /** `~/…` for a path under the home directory. */

@@ -97,7 +97,9 @@ export function compactCount(value: number): string {
   return `${(value / 1_000_000).toFixed(1)}M`;
 }
 
+/** `12s ago`, `5 min ago`, `3 h ago`, else the date; `—` for an unknown time (0: a store that has none). */
 export function formatAgo(atMs: number, now = Date.now()): string {
+  if (!(atMs > 0)) return '—';
   const seconds = Math.max(0, Math.round((now - atMs) / 1000));
   if (seconds < 60) return `${seconds}s ago`;
   const minutes = Math.round(seconds / 60);

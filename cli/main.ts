@@ -39,6 +39,12 @@ const positiveInt = (value: string): number => {
   return n;
 };
 
+/** `--id`: an empty one is refused (it once made a random id without a word); the id's form is checked where it is used. */
+const sessionIdOption = (value: string): string => {
+  if (value.trim() === '') throw new InvalidArgumentError('an empty id; give one (letters, digits, "-", "_", "."), or leave --id out.');
+  return value;
+};
+
 /** Builds the command tree; `exit` receives each command's exit code. */
 export function buildProgram(io: Io, exit: (code: number) => void): Command {
   const program = new Command('harness')
@@ -157,7 +163,7 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
     .argument('<session>', 'session id, unique id prefix or journal path')
     .requiredOption('--at <seq>', 'keep the events 1..seq (0 keeps none)', positiveInt)
     .option('--close-turn', 'allow a seq inside a turn (refused otherwise, FORK_INSIDE_TURN): the fork closes that turn with synthetic events')
-    .option('--id <id>', 'id of the new session (default: a random UUID)')
+    .option('--id <id>', 'id of the new session (default: a random UUID)', sessionIdOption)
     .description('start a new session from a prefix of another')
     .action(async (session: string, options) => {
       const { forkCommand } = await import('./commands/sessions.ts');
@@ -231,7 +237,7 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
   importCommand
     .command('dsh')
     .argument('<file>', 'a DeepSeek Harness session.jsonl')
-    .option('--id <id>', 'id of the new session (default: theirs)')
+    .option('--id <id>', 'id of the new session (default: theirs)', sessionIdOption)
     .description('import a DeepSeek Harness session as a journal of ours')
     .action(async (file: string, options) => {
       const { importDshCommand } = await import('./commands/sessions.ts');

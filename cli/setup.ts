@@ -25,7 +25,7 @@ import {
 import { isSessionId, parseHeaderLine, resolveSessionPath, sessionsDir } from '../runtime/internal.ts';
 import { defaultConfig } from '../stack/index.ts';
 import type { Ask } from './approval.ts';
-import { journalOfPrefix } from './find-session.ts';
+import { baseOf, journalOfPrefix } from './find-session.ts';
 import { configName, configSource, selfCommand, shellQuote, type Io } from './env.ts';
 import { oneLine, printable } from './format.ts';
 
@@ -185,7 +185,8 @@ export async function sessionRef(argument: string, harness: Harness): Promise<st
   const ids = (await store.list()).map((summary) => summary.id);
   if (ids.includes(argument)) return argument;
   const matches = ids.filter((id) => id.startsWith(argument)).sort();
-  if (matches.length === 1) return matches[0]!;
+  const base = matches.length > 0 ? baseOf(matches) : undefined;
+  if (base !== undefined) return base;
   if (matches.length > 1) {
     throw new HarnessError('AMBIGUOUS_SESSION', `"${printable(argument)}" is the start of ${matches.length} session ids: ${matches.slice(0, 8).join(', ')}. Give more of the id.`, {
       details: { prefix: argument, candidates: matches },

@@ -423,7 +423,12 @@ async function summarizeFile(path: string): Promise<SessionSummary> {
     return { id: summary.header?.id ?? idOfPath(path), path, turnCount: 0, usage: {}, eventCount: 0, lastUpdateAtMs: mtime, error: info };
   }
   if (summary.header === undefined) {
-    return { id: idOfPath(path), path, turnCount: 0, usage: {}, eventCount: 0, lastUpdateAtMs: 0, error: { code: 'JOURNAL_HEADER', message: `${path} is empty.` } };
+    // An empty file was still last written at its mtime (0 would list it as updated in 1970).
+    const mtime = await stat(path).then(
+      (s) => s.mtimeMs,
+      () => 0,
+    );
+    return { id: idOfPath(path), path, turnCount: 0, usage: {}, eventCount: 0, lastUpdateAtMs: mtime, error: { code: 'JOURNAL_HEADER', message: `${path} is empty.` } };
   }
   const parent = summary.header.parent;
   const truncatedFork = parent !== undefined && summary.events < parent.seq;
