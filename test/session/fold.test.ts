@@ -11,7 +11,7 @@ import {
   type SessionEventMap,
   type SessionEventType,
 } from '../../runtime/index.ts';
-import { initialState, reduceEvent } from '../../runtime/internal.ts';
+import { Folder, initialState, reduceEvent } from '../../runtime/internal.ts';
 
 let seq = 0;
 function ev<T extends SessionEventType>(type: T, data: SessionEventMap[T], ignorable?: true): AnySessionEvent {
@@ -169,6 +169,75 @@ describe('the fold', () => {
       expect(folded.messages.map((m) => m.id).slice(-3)).toEqual(['pin-12', 'after', 'pin-15']);
       expect(folded.messages).toHaveLength(5);
       expect(Object.isFrozen(folded.messages) && folded.messages.every((m) => Object.isFrozen(m))).toBe(true);
+    });
+
+    it('plugin reducers that read the surface fold over the working surface; one-draft fold and step-by-step agree, frozen', () => {
+      type Noted = { notes?: { count: number; at: number; last?: string }[] };
+      // Reads the surface's length and its last message through the draft (the fold's fast path).
+      disposers.push(
+        registerEventType('acme/note', {
+          reduce: (draft, _event, surface) => {
+            const notes = ((draft as unknown as Noted).notes ??= []);
+            const last = draft.messages.at(-1);
+            notes.push({ count: surface.length, at: draft.messages.length, ...(last ? { last: last.id } : {}) });
+          },
+        }),
+      );
+      // Reads surface.messages but swallows what that throws on the fast path: it must still see them.
+      disposers.push(
+        registerEventType('acme/peek', {
+          reduce: (draft, _event, surface) => {
+            let ids = '';
+            try {
+              ids = surface.messages.map((m) => m.id).join(',');
+            } catch {
+              ids = 'unseen';
+            }
+            draft.title = ids;
+          },
+        }),
+      );
+      const events = sample().slice(0, 11);
+      let n = events.length;
+      const extra = (type: string, data: unknown): AnySessionEvent => ({ seq: ++n, type, atMs: 0, data }) as unknown as AnySessionEvent;
+      events.push(
+        extra('acme/note', {}),
+        extra('user/message', { message: createUserMessage('one', { id: 'one' }) }),
+        extra('acme/note', {}),
+        extra('acme/peek', {}),
+        extra('user/message', { message: createUserMessage('two', { id: 'two' }) }),
+        extra('acme/note', {}),
+      );
+      let stepwise = initialState('');
+      for (const event of events) stepwise = reduceEvent(stepwise, event);
+      const folded = foldEvents(events);
+      expect(folded).toEqual(stepwise);
+      const notes = (folded as unknown as Noted).notes!;
+      expect(notes.map((note) => [note.count, note.at, note.last])).toEqual([
+        [3, 3, stepwise.messages[2]!.id],
+        [4, 4, 'one'],
+        [5, 5, 'two'],
+      ]);
+      const firstFour = folded.messages.slice(0, 4).map((m) => m.id);
+      expect(folded.title).toBe(firstFour.join(','));
+      expect(folded.messages.map((m) => m.id).slice(-2)).toEqual(['one', 'two']);
+      expect(Object.isFrozen(folded) && Object.isFrozen(notes) && notes.every((note) => Object.isFrozen(note))).toBe(true);
+      expect(Object.isFrozen(folded.messages) && folded.messages.every((m) => Object.isFrozen(m))).toBe(true);
+      // A reducer that throws changes nothing: the fold before it goes on.
+      disposers.push(
+        registerEventType('acme/fail', {
+          reduce: () => {
+            throw new Error('nope');
+          },
+        }),
+      );
+      const folder = new Folder(initialState(''));
+      for (const event of events) folder.apply(event);
+      expect(() => folder.apply(extra('acme/fail', {}))).toThrow('nope');
+      folder.apply(extra('user/message', { message: createUserMessage('three', { id: 'three' }) }));
+      const after = folder.finish();
+      expect(after.messages.map((m) => m.id)).toEqual([...folded.messages.map((m) => m.id), 'three']);
+      expect((after as unknown as Noted).notes).toEqual(notes);
     });
 
     it('a registered type without a reducer is known and changes nothing; core types cannot be re-registered', () => {

@@ -7,7 +7,16 @@
  * Ratios in one process, CPU time, best of several repetitions — never a wall-clock threshold.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { createAssistantMessage, createToolResultMessage, createUserMessage, foldEvents, type AnySessionEvent, type SessionEventMap, type SessionEventType } from '../../runtime/index.ts';
+import {
+  createAssistantMessage,
+  createToolResultMessage,
+  createUserMessage,
+  foldEvents,
+  registerEventType,
+  type AnySessionEvent,
+  type SessionEventMap,
+  type SessionEventType,
+} from '../../runtime/index.ts';
 import { createJournal } from '../../runtime/session/journal.ts';
 import { tempDataDir } from './support.ts';
 
@@ -135,5 +144,50 @@ describe('CPU per tool call is flat from 10 to 2,000 tool calls', () => {
     ]);
     expect(Object.isFrozen(state.pendingToolCalls)).toBe(true);
     expect(state.pendingToolCalls.every((p) => Object.isFrozen(p))).toBe(true);
+  });
+});
+
+/**
+ * A plugin record per turn (a reducer of the plugin's own type: a todo list, a note) keeps a long
+ * session's fold linear. Each one used to finish the fold's working surface, so the next append
+ * copied the whole surface: at 10,000 turns ~120 µs a turn, ~40x a 500-turn session's. Now a
+ * reducer that leaves the surface alone runs over the working surface.
+ */
+describe('CPU per turn of a bulk fold is flat from 500 to 10,000 turns with a plugin record per turn', () => {
+  const turns = (count: number): AnySessionEvent[] => {
+    const out: AnySessionEvent[] = [];
+    let at = 0;
+    const push = (type: string, value: unknown) => out.push({ seq: ++at, type, atMs: at, data: value } as unknown as AnySessionEvent);
+    for (let turn = 1; turn <= count; turn++) {
+      push('turn/start', { turn });
+      push('user/message', { turn, message: createUserMessage(`question ${turn}`) });
+      push('step/start', { turn, step: 1 });
+      push('acme/todo', { items: [`item ${turn}`] });
+      push('assistant/message', { turn, step: 1, message: createAssistantMessage({ provider: 'p', model: 'm', content: `answer ${turn}` }), finish: { kind: 'stop' } });
+      push('step/end', { turn, step: 1 });
+      push('turn/end', { turn, reason: 'completed' });
+    }
+    return out;
+  };
+
+  it('within 1.5x', async () => {
+    const dispose = registerEventType('acme/todo', {
+      reduce: (draft, event, surface) => {
+        (draft as unknown as { todo?: unknown }).todo = { items: (event.data as unknown as { items: string[] }).items, atMessage: surface.length };
+      },
+    });
+    try {
+      const sets = new Map([500, 10_000].map((n) => [n, turns(n)]));
+      const run = (count: number) => void measured(() => foldEvents(sets.get(count)!));
+      await perCall(500, 1, 10, run); // warm-up
+      const small = await perCall(500, 5, 4, run);
+      const large = await perCall(10_000, 3, 1, run);
+      const state = foldEvents(sets.get(10_000)!);
+      expect(state.messages).toHaveLength(20_000);
+      expect((state as unknown as { todo: unknown }).todo).toEqual({ items: ['item 10000'], atMessage: 19_999 });
+      expect(large / small, `µs per turn: ${large.toFixed(1)} at 10,000 turns, ${small.toFixed(1)} at 500`).toBeLessThan(1.5);
+    } finally {
+      dispose();
+    }
   });
 });
