@@ -25,8 +25,9 @@
  * parent's calls by then; a kept child's later turn comes through `input_subagent`, whose
  * `subagent/input` record names its new call) and only a summary is kept: the session's last call
  * config (a `request/header` is journaled only when it changes), its last event time, and with
- * `captureContent` its snapshot reader (which holds the session's messages: that is what capturing
- * content costs). Summaries are kept for the `maxIdleSessions` (default 1024) sessions traced last;
+ * `captureContent` its snapshot reader (which holds the session's surface — its messages since
+ * its last compaction — and its last request: that is what capturing content costs; what a
+ * compaction replaced is let go, so a compacted session stays flat per turn). Summaries are kept for the `maxIdleSessions` (default 1024) sessions traced last;
  * the next turn of a session whose summary was dropped names its model calls by the model the
  * reply reports, and a failed call's provider and model `unknown`, until the session journals its
  * header again (every reopened session does, on its first call).

@@ -329,6 +329,15 @@ class Snapshot {
  * unbuilt ({@link RecordedSnapshot}), in O(the messages the snapshot adds).
  */
 export class SnapshotReader {
+  /**
+   * The journaled surface, as the fold builds it (appends, `surface/replace` splices): a snapshot
+   * names a message by id only when it is the surface's message of that id (see
+   * {@link RequestRecorder.snapshot}), so a message a compaction replaced is never needed again
+   * and is let go — a reader kept for a long session (the otel plugin's, with content capture)
+   * holds its surface and the last request, not every message the session ever had.
+   */
+  private readonly surface: Message[] = [];
+  /** The surface's messages by id (the last of an id); one removed while an older one of its id stays is found in `surface`. */
   private readonly byId = new Map<string, Message>();
   private previous: { config?: LlmCallConfig; system?: string | null; tools?: readonly ToolSpec[]; tail: MessageNode | undefined } = { tail: undefined };
 
@@ -341,10 +350,10 @@ export class SnapshotReader {
       case 'user/message':
       case 'assistant/message':
       case 'tool/result':
-        this.remember(event.data.message);
+        this.append(event.data.message);
         return undefined;
       case 'surface/replace':
-        for (const message of event.data.messages) this.remember(message);
+        this.replace(event as SessionEvent<'surface/replace'>);
         return undefined;
       case 'request/snapshot':
         return this.rebuild(event as SessionEvent<'request/snapshot'>);
@@ -353,8 +362,24 @@ export class SnapshotReader {
     }
   }
 
-  private remember(message: Message | undefined): void {
-    if (message !== undefined && typeof message.id === 'string') this.byId.set(message.id, message);
+  private append(message: Message | undefined): void {
+    if (message === undefined) return;
+    this.surface.push(message);
+    if (typeof message.id === 'string') this.byId.set(message.id, message);
+  }
+
+  /** `[start, end)` of the surface replaced (clamped: a reader that joined mid-session holds less of it). */
+  private replace(event: SessionEvent<'surface/replace'>): void {
+    const { start, end, messages } = event.data;
+    const from = Math.min(Math.max(0, start), this.surface.length);
+    const to = Math.min(Math.max(from, end), this.surface.length);
+    const removed = this.surface.splice(from, to - from, ...messages);
+    for (const message of removed) if (typeof message.id === 'string' && this.byId.get(message.id) === message) this.byId.delete(message.id);
+    for (const message of messages) if (typeof message.id === 'string') this.byId.set(message.id, message);
+  }
+
+  private stored(id: string): Message | undefined {
+    return this.byId.get(id) ?? journaledMessage(this.surface, id);
   }
 
   private rebuild(event: SessionEvent<'request/snapshot'>): RecordedSnapshot {
@@ -373,7 +398,7 @@ export class SnapshotReader {
       let message: Message;
       if (id === undefined) message = entry as Message;
       else {
-        const stored = this.byId.get(id);
+        const stored = this.stored(id);
         if (stored === undefined) {
           problem ??= `it names message ${id}, which the journal does not have before seq ${event.seq}`;
           continue;
