@@ -10,7 +10,7 @@ import { defineTool, readJournal, z, type PluginSpec } from '../../runtime/index
 import retryPlugin from '../../plugins/llm-retry/index.ts';
 import otelPlugin, { exportJournalTraces } from '../../plugins/otel/index.ts';
 import { createTestHarness, runTurn, type ScriptFunction, type TestHarness } from '../../testing/index.ts';
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './receiver.ts';
+import { receiverPerTest, type ReceivedSpan } from './receiver.ts';
 
 // A key the process knows as a secret (a `*_API_KEY` variable), which the model and a tool echo.
 const SENTINEL = 'sk-sentinel-7f3a9c2e51d84b06';
@@ -58,19 +58,12 @@ function script(): ScriptFunction {
   };
 }
 
+const receiver = receiverPerTest();
 let harness: TestHarness | undefined;
-const receivers: OtlpReceiver[] = [];
 afterEach(async () => {
   await harness?.dispose();
   harness = undefined;
-  for (const receiver of receivers.splice(0)) await receiver.close();
 });
-
-async function receiver(): Promise<OtlpReceiver> {
-  const started = await startOtlpReceiver();
-  receivers.push(started);
-  return started;
-}
 
 async function tracedTurn(otel: Record<string, unknown>) {
   const plugins: PluginSpec[] = [

@@ -6,6 +6,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterEach } from 'vitest';
 
 type OtlpValue = { stringValue?: string; intValue?: string | number; doubleValue?: number; boolValue?: boolean; arrayValue?: { values?: OtlpValue[] } };
 type OtlpAttribute = { key: string; value: OtlpValue };
@@ -185,5 +186,23 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
+  };
+}
+
+/**
+ * Receivers for the tests of one file, each closed after the test that started it: call at the
+ * file's top level, before the file's own `afterEach` (vitest runs after-hooks last-registered
+ * first, so a harness the file disposes is gone before its receiver closes); `await receiver()`
+ * in a test starts one.
+ */
+export function receiverPerTest(): () => Promise<OtlpReceiver> {
+  const started: OtlpReceiver[] = [];
+  afterEach(async () => {
+    for (const receiver of started.splice(0)) await receiver.close();
+  });
+  return async () => {
+    const receiver = await startOtlpReceiver();
+    started.push(receiver);
+    return receiver;
   };
 }

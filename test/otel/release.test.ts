@@ -15,21 +15,14 @@ import otelPlugin, { exportJournalTraces } from '../../plugins/otel/index.ts';
 import { createTestHarness, runTurn, type ScriptFunction } from '../../testing/index.ts';
 import { plugin, tempDir, type JsonScriptLike } from '../agent/support.ts';
 import { subagentConfig } from '../subagents/support.ts';
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './receiver.ts';
+import { receiverPerTest, type ReceivedSpan } from './receiver.ts';
 
+const receiver = receiverPerTest();
 let harness: Harness | undefined;
-const receivers: OtlpReceiver[] = [];
 afterEach(async () => {
   await harness?.dispose();
   harness = undefined;
-  for (const receiver of receivers.splice(0)) await receiver.close();
 });
-
-async function receiver(): Promise<OtlpReceiver> {
-  const started = await startOtlpReceiver();
-  receivers.push(started);
-  return started;
-}
 
 const add = defineTool({ name: 'add', description: 'Adds two numbers.', input: z.object({ a: z.number(), b: z.number() }), permission: 'read', execute: ({ a, b }) => String(a + b) });
 

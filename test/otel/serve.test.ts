@@ -12,7 +12,7 @@ import { createHarness, defineTool, readJournal, z, type AnySessionEvent, type D
 import { exportJournalTraces } from '../../plugins/otel/index.ts';
 import { serveConfigSchema, startServer, type RunningServer } from '../../plugins/serve/index.ts';
 import { plugin, tempDir } from '../agent/support.ts';
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './receiver.ts';
+import { receiverPerTest, type ReceivedSpan } from './receiver.ts';
 
 const TOKEN = 'otel-serve-token-0123456789';
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
@@ -24,22 +24,15 @@ const SPANS_OF_TURN_1 = 6;
 /** Turns 2 and 3 answer at once: invoke_agent, step, chat. */
 const SPANS_OF_TURN_2 = 3;
 
+const receiver = receiverPerTest();
 let harness: Harness | undefined;
 let server: RunningServer | undefined;
-const receivers: OtlpReceiver[] = [];
 afterEach(async () => {
   await server?.close();
   await harness?.dispose();
   server = undefined;
   harness = undefined;
-  for (const receiver of receivers.splice(0)) await receiver.close();
 });
-
-async function receiver(): Promise<OtlpReceiver> {
-  const started = await startOtlpReceiver();
-  receivers.push(started);
-  return started;
-}
 
 async function served(endpoint: string): Promise<{ harness: Harness; server: RunningServer; diagnostics: Diagnostic[] }> {
   const dir = tempDir('harness-otel-serve-');

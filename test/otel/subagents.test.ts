@@ -11,24 +11,17 @@ import { exportJournalTraces } from '../../plugins/otel/index.ts';
 import { plugin, tempDir, type JsonScriptLike } from '../agent/support.ts';
 import { harness as cli } from '../cli/support.ts';
 import { delegation, subagentConfig } from '../subagents/support.ts';
-import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './receiver.ts';
+import { receiverPerTest, type ReceivedSpan } from './receiver.ts';
 
 const PARENT = 'otel-parent';
 const CHILD = `${PARENT}.sub1`;
 
+const receiver = receiverPerTest();
 let harness: Harness | undefined;
-const receivers: OtlpReceiver[] = [];
 afterEach(async () => {
   await harness?.dispose();
   harness = undefined;
-  for (const receiver of receivers.splice(0)) await receiver.close();
 });
-
-async function receiver(): Promise<OtlpReceiver> {
-  const started = await startOtlpReceiver();
-  receivers.push(started);
-  return started;
-}
 
 /** Runs one turn of session PARENT on `prompt` with the otel plugin sending to `endpoint`. */
 async function tracedDelegation(script: JsonScriptLike, endpoint: string): Promise<string> {
