@@ -15,7 +15,7 @@ import { basename, dirname, join } from 'node:path';
 import { HarnessError } from '../kernel/errors.ts';
 import { ensureDirectory, fsyncDir, writeAll, writeAllSync } from './fs.ts';
 import { lineBatches, type RawLine } from './lines.ts';
-import { acquireLock, isAlive, lockHeldByLiveWriter, releaseLock } from './lock.ts';
+import { acquireLock, isAlive, liveWriterPid, releaseLock } from './lock.ts';
 import { dataDirOf, lockPathOf, partialPathOf, partialPidOf, resolveSessionPath, sessionsDir } from './paths.ts';
 import type { JournalLease, JournalLine, JournalPrefix, JournalStore, ReadRange, TailOptions } from './store.ts';
 import { RECORD_ENVELOPE, sortSummaries, Summarizer, type SessionSummary } from './summary.ts';
@@ -328,7 +328,7 @@ export class FileJournalStore implements JournalStore {
   /** Sessions of `ids` whose lock file a live process holds (`lock.ts`). */
   async liveWriters(ids: readonly string[]): Promise<ReadonlySet<string>> {
     const out = new Set<string>();
-    for (const id of ids) if (lockHeldByLiveWriter(lockPathOf(this.pathOf(id)))) out.add(id);
+    for (const id of ids) if (liveWriterPid(lockPathOf(this.pathOf(id))) !== undefined) out.add(id);
     return out;
   }
 

@@ -185,18 +185,6 @@ export function holdsLock(lockPath: string): boolean {
 }
 
 /**
- * Whether a live writer holds the lock `lockPath` now: this process, or the pid in the file while
- * that process exists (a dead writer's lock is stale; a fresh lock not readable yet counts).
- */
-export function lockHeldByLiveWriter(lockPath: string): boolean {
-  if (held.has(lockPath)) return true;
-  const holder = readHolder(lockPath);
-  if (holder === undefined) return false;
-  if (holder.pid === null) return holder.ageMs < UNREADABLE_GRACE_MS;
-  return holder.pid !== process.pid && isAlive(holder.pid);
-}
-
-/**
  * The pid of the live writer of the journal whose lock is `lockPath` (this process's own pid when it
  * holds it), or undefined when none holds it or its holder is dead (a stale lock of a crash).
  */
