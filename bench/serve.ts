@@ -10,7 +10,9 @@
  *
  * Reported: p50 / p99 for 100 subscribers, and, as the same-run baseline, for 1 subscriber; the
  * ratio 100 / 1 of each; every delivered frame is also checked: each subscriber sees every seq of
- * the turn exactly once, in order. Interleaved repetitions (1, 100, 1, 100, …).
+ * the turn exactly once, in order. Interleaved repetitions (1, 100, 1, 100, …). Both stores, in the
+ * same run: the file store, and the PostgreSQL store (plugins/journal-postgres, a throwaway local
+ * cluster with fsync=on, test/support/postgres.ts) — its rows, and PostgreSQL ÷ file of each figure.
  * `npm run bench -- serve`.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -19,6 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createHarness, type AnySessionEvent } from '../runtime/index.ts';
 import { serveConfigSchema, startServer, type RunningServer } from '../plugins/serve/index.ts';
+import { startCluster } from '../test/support/postgres.ts';
 import { check, envInt, isMain, median, percentile, printResult, ratioSpread, round, stat, type BenchResult } from './support.ts';
 
 const SUBSCRIBERS = envInt('BENCH_SERVE_SUBSCRIBERS', 100);
@@ -75,7 +78,7 @@ async function phase(server: RunningServer, appendedAt: Map<string, Map<number, 
       if (!controller.signal.aborted) throw error;
     }),
   );
-  while (turns.subscriberCount(id) < subscribers) await new Promise((r) => setTimeout(r, 5));
+  while (turns.subscriberCount(id) < subscribers || turns.catchingUpCount(id) > 0) await new Promise((r) => setTimeout(r, 5));
   await turns.submitTurn(id, { prompt: 'stream please' });
   const endSeq = (await turns.turnEnd(id))!.seq;
   // Wait for the last frame at every subscriber (bounded), then drop the connections.
@@ -89,15 +92,22 @@ async function phase(server: RunningServer, appendedAt: Map<string, Map<number, 
   return { subscribers, latenciesMs, events: endSeq, broken };
 }
 
-export async function run(): Promise<BenchResult> {
-  const dir = mkdtempSync(join(tmpdir(), 'harness-bench-serve-'));
-  const scriptPath = join(dir, 'script.json');
-  writeFileSync(scriptPath, JSON.stringify(SCRIPT));
+interface StoreRun {
+  readonly one: Phase[];
+  readonly many: Phase[];
+}
+
+/** The repetitions on one store (`store`: a postgres:// URL, else the file store of a temp data directory). */
+async function onStore(dir: string, scriptPath: string, store?: string): Promise<StoreRun> {
   const harness = await createHarness({
-    dataDir: join(dir, 'data'),
+    dataDir: join(dir, store === undefined ? 'data' : 'data-pg'),
+    ...(store === undefined ? {} : { store }),
     config: {
       defaults: { provider: 'scripted', model: 'bench' },
-      plugins: [{ module: join(root, 'plugins/llm-scripted/index.ts'), config: { paceMs: PACE_MS, fragmentChars: 7, scripts: { bench: scriptPath } } }],
+      plugins: [
+        { module: join(root, 'plugins/llm-scripted/index.ts'), config: { paceMs: PACE_MS, fragmentChars: 7, scripts: { bench: scriptPath } } },
+        ...(store === undefined ? [] : [{ module: join(root, 'plugins/journal-postgres/index.ts') }]),
+      ],
     },
   });
   // When each event was appended: registered before the server's sink, so it runs first.
@@ -106,7 +116,6 @@ export async function run(): Promise<BenchResult> {
     owner: 'bench',
   });
   const server = await startServer(harness, serveConfigSchema.parse({ port: 0 }), { token: TOKEN, cwd: dir });
-  const loadAtStart = loadavg();
   const one: Phase[] = [];
   const many: Phase[] = [];
   try {
@@ -118,40 +127,64 @@ export async function run(): Promise<BenchResult> {
   } finally {
     await server.close();
     await harness.dispose();
+  }
+  return { one, many };
+}
+
+export async function run(): Promise<BenchResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'harness-bench-serve-'));
+  const scriptPath = join(dir, 'script.json');
+  writeFileSync(scriptPath, JSON.stringify(SCRIPT));
+  const loadAtStart = loadavg();
+  const cluster = await startCluster({ fsync: true });
+  let file: StoreRun;
+  let postgres: StoreRun;
+  try {
+    file = await onStore(dir, scriptPath);
+    postgres = await onStore(dir, scriptPath, await cluster.createDatabase('bench_serve'));
+  } finally {
+    await cluster.stop();
     rmSync(dir, { recursive: true, force: true });
   }
   const loadAtEnd = loadavg();
   const load = (l: number[]): string => l.map((x) => x.toFixed(2)).join(' / ');
   const p = (phases: Phase[], q: number): number[] => phases.map((ph) => percentile(ph.latenciesMs, q));
-  const p50One = p(one, 50);
-  const p99One = p(one, 99);
-  const p50Many = p(many, 50);
-  const p99Many = p(many, 99);
   const ratios = (a: number[], b: number[]): number[] => a.map((x, i) => x / b[i]!);
-  const broken = [...one, ...many].reduce((n, ph) => n + ph.broken, 0);
+  const broken = [...file.one, ...file.many, ...postgres.one, ...postgres.many].reduce((n, ph) => n + ph.broken, 0);
   const ms = (values: number[]): string => `${round(median(values))} ms (${round(Math.min(...values))}–${round(Math.max(...values))})`;
+  const frames = (phases: Phase[]): number => phases.reduce((n, ph) => n + ph.latenciesMs.length, 0);
+  const rows = (name: string, run: StoreRun) => [
+    { store: name, subscribers: 1, p50: ms(p(run.one, 50)), p99: ms(p(run.one, 99)), frames: frames(run.one) },
+    { store: name, subscribers: SUBSCRIBERS, p50: ms(p(run.many, 50)), p99: ms(p(run.many, 99)), frames: frames(run.many) },
+  ];
+  const p50Many = p(file.many, 50);
+  const p99Many = p(file.many, 99);
+  const pgP50Many = p(postgres.many, 50);
+  const pgP99Many = p(postgres.many, 99);
   return {
     name: 'serve',
-    summary: `SSE fan-out: one session's turn (~${many[0]?.events ?? 0} events, ${PACE_MS} ms between chunks) through harness serve on 127.0.0.1 to ${SUBSCRIBERS} subscribers at once, against 1 subscriber in the same run; latency = frame received − event appended`,
+    summary: `SSE fan-out: one session's turn (~${file.many[0]?.events ?? 0} events, ${PACE_MS} ms between chunks) through harness serve on 127.0.0.1 to ${SUBSCRIBERS} subscribers at once, against 1 subscriber in the same run, on the file store and on the PostgreSQL store; latency = frame received − event appended`,
     tables: [
       {
         title: `append → SSE frame received, ms (wall; median of ${REPETITIONS} repetitions, min–max)`,
-        rows: [
-          { subscribers: 1, p50: ms(p50One), p99: ms(p99One), frames: one.reduce((n, ph) => n + ph.latenciesMs.length, 0) },
-          { subscribers: SUBSCRIBERS, p50: ms(p50Many), p99: ms(p99Many), frames: many.reduce((n, ph) => n + ph.latenciesMs.length, 0) },
-        ],
+        rows: [...rows('file', file), ...rows('postgres', postgres)],
       },
     ],
     targets: [
-      check(`subscribers that missed, repeated or reordered an event`, String(broken), '0', broken === 0),
+      check(`subscribers that missed, repeated or reordered an event (both stores)`, String(broken), '0', broken === 0),
       check(`SSE fan-out p50 / p99, ${SUBSCRIBERS} subscribers`, `${round(median(p50Many))} / ${round(median(p99Many))} ms`, '— (no target)', null),
-      check(`p99 latency, ${SUBSCRIBERS} subscribers / 1 subscriber`, ratioSpread(stat(ratios(p99Many, p99One))), '— (informational)', null),
-      check(`p50 latency, ${SUBSCRIBERS} subscribers / 1 subscriber`, ratioSpread(stat(ratios(p50Many, p50One))), '— (informational)', null),
+      check(`p99 latency, ${SUBSCRIBERS} subscribers / 1 subscriber`, ratioSpread(stat(ratios(p99Many, p(file.one, 99)))), '— (informational)', null),
+      check(`p50 latency, ${SUBSCRIBERS} subscribers / 1 subscriber`, ratioSpread(stat(ratios(p50Many, p(file.one, 50)))), '— (informational)', null),
+      check(`SSE fan-out p50 / p99, ${SUBSCRIBERS} subscribers, PostgreSQL store`, `${round(median(pgP50Many))} / ${round(median(pgP99Many))} ms`, '— (no target)', null),
+      check(`p50 latency, ${SUBSCRIBERS} subscribers, postgres ÷ file`, ratioSpread(stat(ratios(pgP50Many, p50Many))), '— (informational)', null),
+      check(`p99 latency, ${SUBSCRIBERS} subscribers, postgres ÷ file`, ratioSpread(stat(ratios(pgP99Many, p99Many))), '— (informational)', null),
     ],
     notes: [
       "server and subscribers share one process (and this machine's cores): the subscribers' own parsing is inside the figure",
       'each frame is serialised once per event and shared by every subscriber (a WeakMap keyed by the frozen event); one store tail per session feeds all its subscribers, each with its own queue (plugins/serve/tail.ts)',
       'streams pass on stored events only (durable-only): an event reaches its subscribers when its journal batch is written, at most the journal flush interval (100 ms) after it was appended — that wait is inside every figure, for 1 subscriber as for 100',
+      "PostgreSQL: a local throwaway cluster (fsync=on) on the same 2 cores; a batch reaches this server's streams when its transaction committed (one COMMIT per flushed batch), no network round trip",
+      'ratios postgres ÷ file pair the i-th repetition of each store (the stores run one after the other in the same process, not interleaved)',
       `load average ${load(loadAtStart)} at the start, ${load(loadAtEnd)} at the end (1 / 5 / 15 min; 2 cores shared with other work)`,
     ],
   };
