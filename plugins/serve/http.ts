@@ -106,6 +106,9 @@ export function errorBody(code: string, message: string): { error: { code: strin
 }
 export const statusOf = (code: string): number => STATUS[code] ?? 500;
 
+/** The page that documents the API (it ships in the package). */
+const API_DOC = 'cookbook/serve.md';
+
 const sessionParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 200 } } } as const;
 const seq = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
 const name = { type: 'string', minLength: 1, maxLength: 200 } as const;
@@ -121,6 +124,12 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
   const coercing = new Ajv({ ...ajvOptions, coerceTypes: true });
   const strict = new Ajv({ ...ajvOptions, coerceTypes: false });
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema));
+  // The API's routes as registered (GET /v1 lists them): every route added below, and by whoever adds more.
+  const routes: string[] = [];
+  app.addHook('onRoute', (route) => {
+    if (!route.url.startsWith('/v1')) return;
+    for (const method of [route.method].flat()) if (method !== 'HEAD') routes.push(`${method} ${route.url}`);
+  });
   const expected = digest(options.token);
   /** Open event streams: aborting one ends it after what is queued; `done` settles once its response ended. */
   const streams = new Map<AbortController, Promise<void>>();
@@ -175,7 +184,14 @@ export function buildApp(turns: TurnService, options: HttpOptions): FastifyInsta
     return reply.code(500).send(errorBody('INTERNAL', 'The server failed to answer this request; its log says why.'));
   });
 
-  app.setNotFoundHandler((request, reply) => reply.code(404).send(errorBody('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}; the API is under /v1 (see cookbook/serve.md).`)));
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send(errorBody('NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}; GET /v1 lists the routes of the API, and ${API_DOC} documents them.`)),
+  );
+
+  // The API's index: what a client that found the server asks first (`curl …/v1`).
+  const index = async () => ({ api: 'v1', docs: `${API_DOC} (in the harness-runtime package and its repository)`, readOnly: options.readOnly === true, routes });
+  app.get('/v1', index);
+  app.get('/v1/', index);
 
   app.get('/v1/health', async () => ({ ok: true, readOnly: options.readOnly === true }));
 

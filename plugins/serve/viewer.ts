@@ -78,7 +78,7 @@ function listAssets(dir: string): Map<string, Asset> {
 }
 
 /**
- * Adds `GET /` (a redirect to `/viewer/`), `GET /viewer/` (the page) and `GET /viewer/<asset>` to
+ * Adds `GET /` (a redirect to `/viewer/`, its body saying where the viewer and the API are), `GET /viewer/` (the page) and `GET /viewer/<asset>` to
  * `app`. Without a built viewer in `dir`, `/viewer/` answers 404 `VIEWER_NOT_BUILT` naming the fix.
  */
 export function addViewerRoutes(app: FastifyInstance, dir: string = defaultViewerDir()): void {
@@ -90,7 +90,10 @@ export function addViewerRoutes(app: FastifyInstance, dir: string = defaultViewe
     'referrer-policy': 'no-referrer',
     'cache-control': immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
   });
-  app.get('/', async (_request, reply) => reply.redirect('/viewer/', 302));
+  // A browser follows the Location; a client reading the answer (curl) is told where things are.
+  app.get('/', async (_request, reply) =>
+    reply.code(302).header('location', '/viewer/').type('text/plain; charset=utf-8').send('The session viewer is at /viewer/; the HTTP API is under /v1 (GET /v1 lists its routes).\n'),
+  );
   app.get('/viewer', async (request, reply) => reply.redirect(`/viewer/${request.url.slice('/viewer'.length)}`, 302));
   app.get<{ Params: { '*': string } }>('/viewer/*', async (request, reply) => {
     const name = request.params['*'] || 'index.html';

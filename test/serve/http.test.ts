@@ -106,6 +106,44 @@ describe('auth and errors', () => {
   });
 });
 
+describe('finding the API', () => {
+  it('GET /v1 answers a JSON index of the routes and the doc; a route that is not one names both', async () => {
+    const index = await s.api('GET', '/v1');
+    expect(index.status).toBe(200);
+    expect(index.body.api).toBe('v1');
+    expect(index.body.docs).toBe('cookbook/serve.md (in the harness-runtime package and its repository)');
+    expect(index.body.routes).toEqual(
+      expect.arrayContaining([
+        'GET /v1/health',
+        'GET /v1/sessions',
+        'POST /v1/sessions',
+        'GET /v1/sessions/:id',
+        'GET /v1/sessions/:id/events',
+        'POST /v1/sessions/:id/turns',
+        'POST /v1/sessions/:id/approvals/:callId',
+        'GET /v1/sessions/:id/stream',
+      ]),
+    );
+    expect(index.body.routes).not.toContain('HEAD /v1/health');
+    expect((await s.api('GET', '/v1/')).body.routes).toEqual(index.body.routes);
+    // Under /v1, so it needs the token like the rest.
+    expect((await s.api('GET', '/v1', undefined, { token: null })).status).toBe(401);
+    const missing = await s.api('GET', '/v1/nothing');
+    expect(missing.status).toBe(404);
+    expect(missing.body.error).toEqual({ code: 'NOT_FOUND', message: 'No route GET /v1/nothing; GET /v1 lists the routes of the API, and cookbook/serve.md documents them.' });
+  });
+
+  it('GET / redirects to the viewer with a Location and a body that says where the viewer and the API are', async () => {
+    for (const token of [undefined, null]) {
+      const response = await fetch(`${s.server.url}/`, { redirect: 'manual', headers: token === null ? {} : { authorization: `Bearer ${TOKEN}` } });
+      expect(response.status).toBe(302);
+      expect(response.headers.get('location')).toBe('/viewer/');
+      expect(response.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+      expect(await response.text()).toBe('The session viewer is at /viewer/; the HTTP API is under /v1 (GET /v1 lists its routes).\n');
+    }
+  });
+});
+
 describe('request bodies are not coerced', () => {
   it('refuses a prompt that is not a string — a number, a boolean, null, an array, an object — with one 400 INVALID_REQUEST, journaling nothing', async () => {
     const id = await newSession();
