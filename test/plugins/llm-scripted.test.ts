@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { HarnessError, type StreamChunk } from '../../runtime/index.ts';
 import { defaultScript } from '../../plugins/llm-scripted/default-script.ts';
+import { fragments } from '../../plugins/llm-scripted/adapter.ts';
 import { ScriptedAdapter } from '../../plugins/llm-scripted/index.ts';
 import { scriptContext } from '../../plugins/llm-scripted/script.ts';
 
@@ -109,5 +110,19 @@ describe('ScriptedAdapter fragments', () => {
 
   it('cuts ASCII text exactly every fragmentChars units, as before', async () => {
     expect((await deltas('abcdefghij', 4)).text).toEqual(['abcd', 'efgh', 'ij']);
+  });
+  it('cuts a long text as a whole-text segmentation would (only a window around each cut is segmented)', () => {
+    const text = 'héllo 🎉 👨‍👩‍👧‍👦 e\u0301 🇫🇷 '.repeat(400);
+    const reference: string[] = [];
+    let start = 0;
+    for (const { index } of new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(text)) {
+      if (index - start >= 7) {
+        reference.push(text.slice(start, index));
+        start = index;
+      }
+    }
+    if (start < text.length) reference.push(text.slice(start));
+    expect(fragments(text, 7)).toEqual(reference);
+    expect(fragments('', 7)).toEqual(['']);
   });
 });
