@@ -9,6 +9,7 @@
  * events and a `turn/end` with its reason. History is always the fold's surface.
  */
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { HookBus } from '../kernel/bus.ts';
 import { HarnessError, getErrorInfo } from '../kernel/errors.ts';
 import { secrets } from '../kernel/secrets.ts';
@@ -178,6 +179,8 @@ export class AgentSession {
       else parent.addEventListener('abort', forward, { once: true });
     }
     const signal = controller.signal;
+    // Each running tool call listens on the turn's signal: a message's calls may all run at once.
+    setMaxListeners(0, signal);
     const done: Promise<void> = this.runTurn(input, { ...options, signal })
       .then(
         () => channel.close(),
@@ -491,20 +494,42 @@ export class AgentSession {
       if (appended instanceof Promise) await appended;
     }
     // A call that does not run has its outcome at once: no promise for it.
-    const outcomes: (ToolOutcome | Promise<ToolOutcome>)[] = [];
+    const outcomes: (ToolOutcome | Promise<ToolOutcome>)[] = new Array(calls.length);
+    // Calls approved at once wait in a group: their tool/start records share one checkpoint (one
+    // fsync, not one per call), then their bodies start in call order. The group starts as soon as
+    // an approval has to be waited for (a person asked), so what was approved before runs meanwhile;
+    // every body still starts only after an fsync that covers its tool/start.
+    let group: number[] = [];
+    let groupTools: ToolDefinition[] = [];
+    let groupInputs: unknown[] = [];
+    const startGroup = async (): Promise<void> => {
+      if (group.length === 0) return;
+      const indexes = group;
+      const groupedTools = groupTools;
+      const inputs = groupInputs;
+      group = [];
+      groupTools = [];
+      groupInputs = [];
+      await this.journal.checkpoint();
+      for (let g = 0; g < indexes.length; g++) {
+        const index = indexes[g]!;
+        outcomes[index] = this.execute(turn, step, calls[index]!, groupedTools[g]!, inputs[g], signal, bus, options.approve, config);
+      }
+    };
     // Read once, not per call: a state read between the calls' records finishes the fold's pending
     // list, O(pending calls) each — quadratic in the calls of one message.
     const config = this.journal.state.header?.config;
-    for (const call of calls) {
+    for (let index = 0; index < calls.length; index++) {
+      const call = calls[index]!;
       const tool = tools.get(call.name);
       // The known names are listed only in an unknown tool's error (an array per call otherwise).
       const parsed = parseToolCall(tool, call.name, call.arguments, tool === undefined ? tools.ids() : NO_TOOL_IDS);
       if (!parsed.ok) {
-        outcomes.push(parsed.outcome);
+        outcomes[index] = parsed.outcome;
         continue;
       }
       if (signal.aborted) {
-        outcomes.push(errorOutcome('ABORTED', 'The turn was aborted before this tool call ran.'));
+        outcomes[index] = errorOutcome('ABORTED', 'The turn was aborted before this tool call ran.');
         continue;
       }
       const request: ApprovalRequest = {
@@ -520,7 +545,14 @@ export class AgentSession {
       };
       // No await where nothing is waited for: an approver that answers at once, records the journal takes at once.
       const decided = decide(options.approve, request);
-      const answer = decided instanceof Promise ? await decided : decided;
+      let answer: Decided;
+      if (decided instanceof Promise) {
+        // Someone is being asked: what was approved before runs meanwhile.
+        const starting = startGroup();
+        starting.catch(() => undefined); // a failed checkpoint is thrown below, once the answer is in
+        answer = await decided;
+        await starting;
+      } else answer = decided;
       const decisionAppended = this.appendNow('approval/decided', {
         turn,
         step,
@@ -531,18 +563,20 @@ export class AgentSession {
       });
       if (decisionAppended instanceof Promise) await decisionAppended;
       if (answer.decision !== 'allow') {
-        outcomes.push(errorOutcome('DENIED', `This tool call was denied (${answer.decidedBy}${answer.reason ? `: ${answer.reason}` : ''}); it did not run.`));
+        outcomes[index] = errorOutcome('DENIED', `This tool call was denied (${answer.decidedBy}${answer.reason ? `: ${answer.reason}` : ''}); it did not run.`);
         continue;
       }
       if (signal.aborted) {
-        outcomes.push(errorOutcome('ABORTED', 'The turn was aborted before this tool call ran.'));
+        outcomes[index] = errorOutcome('ABORTED', 'The turn was aborted before this tool call ran.');
         continue;
       }
       const started = this.appendNow('tool/start', { turn, step, callId: call.id });
       if (started instanceof Promise) await started;
-      await this.journal.checkpoint();
-      outcomes.push(this.execute(turn, step, call, parsed.tool, parsed.input, signal, bus, options.approve, config));
+      group.push(index);
+      groupTools.push(parsed.tool);
+      groupInputs.push(parsed.input);
     }
+    await startGroup();
     // Results enter the history in call order, each as soon as it and those before it are done.
     for (let i = 0; i < calls.length; i++) {
       const pending = outcomes[i]!;

@@ -87,7 +87,31 @@ describe('approvals', () => {
         })(r),
       log,
     );
-    expect(log).toEqual(['ask:peek', 'peek:a', 'ask:poke']);
+    // Each call is asked about once, before its own body; an answer given at once lets the next
+    // call be asked before the first body starts (the calls approved at once share a checkpoint).
+    expect(log).toEqual(['ask:peek', 'ask:poke', 'peek:a']);
+    expect(decisions).toEqual([
+      ['peek', 'allow', 'user'],
+      ['poke', 'deny', 'user'],
+    ]);
+  });
+
+  it('always-ask with an answer that is waited for: the call approved before it runs meanwhile', async () => {
+    const log: string[] = [];
+    const { decisions } = await runWith(
+      (r) =>
+        harness!.ctx.approvals!.create('always-ask', {
+          ask: async (q) => {
+            log.push(`ask:${q.name}`);
+            // poke's answer comes only once peek has run: peek must not wait for it.
+            if (q.name === 'poke') while (!log.includes('peek:a')) await new Promise((resolve) => setImmediate(resolve));
+            log.push(`answer:${q.name}`);
+            return q.name === 'peek';
+          },
+        })(r),
+      log,
+    );
+    expect(log).toEqual(['ask:peek', 'answer:peek', 'ask:poke', 'peek:a', 'answer:poke']);
     expect(decisions).toEqual([
       ['peek', 'allow', 'user'],
       ['poke', 'deny', 'user'],
