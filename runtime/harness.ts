@@ -20,6 +20,7 @@ import { ToolRegistry } from './agent/tools.ts';
 import { AgentSession } from './agent/session.ts';
 import { FileJournalStore } from './session/file-store.ts';
 import { createJournal, openJournal } from './session/open.ts';
+import { harnessHomeDir } from './session/paths.ts';
 import { fileStoreDir, isFileStoreSpec, openRegisteredStore, type JournalStore } from './session/store.ts';
 import type { RepairReport } from './session/types.ts';
 import type { ParentSessionLink } from './session/events.ts';
@@ -384,10 +385,8 @@ function requireWorkspace(path: string): string {
   return path;
 }
 
-/** `$HARNESS_HOME`, else `~/.harness`; an explicit directory wins (relative to `baseDir`). */
+/** `$HARNESS_HOME` (a leading `~/` is the home folder), else `~/.harness`; an explicit directory wins (relative to `baseDir`). */
 export function resolveDataDir(explicit: string | undefined, baseDir = process.cwd()): string {
   if (explicit !== undefined) return isAbsolute(explicit) ? explicit : resolve(baseDir, explicit);
-  const home = process.env.HARNESS_HOME;
-  if (home) return resolve(home);
-  return join(homedir(), '.harness');
+  return harnessHomeDir() ?? join(homedir(), '.harness');
 }

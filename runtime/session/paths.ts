@@ -13,9 +13,20 @@ import { HarnessError } from '../kernel/errors.ts';
  */
 export function dataDirOf(explicit?: string): string {
   if (explicit !== undefined) return resolve(explicit);
+  return harnessHomeDir() ?? join(homedir(), '.harness');
+}
+
+/**
+ * `$HARNESS_HOME` as a directory, or undefined when it is unset or empty. A leading `~` or `~/` is
+ * the home folder (a quoted `HARNESS_HOME="~/x"` reaches us unexpanded by the shell); any other
+ * relative path is resolved from the working directory, as a shell path would be.
+ */
+export function harnessHomeDir(): string | undefined {
   const home = process.env.HARNESS_HOME;
-  if (home) return resolve(home);
-  return join(homedir(), '.harness');
+  if (!home) return undefined;
+  if (home === '~') return homedir();
+  if (home.startsWith('~/')) return join(homedir(), home.slice(2));
+  return resolve(home);
 }
 
 /** Session ids are file names: letters, digits, `.`, `_`, `-` (no separators), at most 200 chars. */
