@@ -89,7 +89,7 @@ export async function runTool(tool: ToolDefinition, input: unknown, options: Run
     controller.abort(new HarnessError('ABORTED', 'The user aborted the tool call.'));
     settle(USER_ABORT);
   };
-  options.signal?.addEventListener('abort', onUserAbort, { once: true });
+  const stopWatching = options.signal === undefined ? undefined : watchAbort(options.signal, onUserAbort);
   // NaN, Infinity or 0 and less: no timeout. Beyond setTimeout's range: the longest it can wait.
   const timer =
     timeoutMs > 0 && Number.isFinite(timeoutMs)
@@ -173,9 +173,46 @@ export async function runTool(tool: ToolDefinition, input: unknown, options: Run
     return finalize(settled.output, cap, elapsed(), settled.fromStream ? streamedOverflow : 0);
   } finally {
     if (timer !== undefined) clearTimeout(timer);
-    options.signal?.removeEventListener('abort', onUserAbort);
+    stopWatching?.();
     if (!controller.signal.aborted) controller.abort(toolFinished());
   }
+}
+
+/**
+ * The calls running under each caller signal, behind one `abort` listener per signal: Node's
+ * EventTarget walks its whole listener list on every add and remove, so a listener per call made
+ * each call O(calls running) — quadratic in a message's calls, which start together after their
+ * shared checkpoint (2,000 calls: ~10% of the loop's CPU in add/remove).
+ */
+const abortWatchers = new WeakMap<AbortSignal, AbortFanout>();
+
+/** One `abort` listener on a signal, calling each watcher once. */
+class AbortFanout {
+  readonly watchers = new Set<() => void>();
+  constructor(readonly signal: AbortSignal) {
+    signal.addEventListener('abort', this.fire, { once: true });
+  }
+  readonly fire = (): void => {
+    abortWatchers.delete(this.signal);
+    for (const watcher of this.watchers) watcher();
+  };
+}
+
+/** Calls `callback` once when `signal` aborts; returns the function that stops watching. */
+function watchAbort(signal: AbortSignal, callback: () => void): () => void {
+  let fanout = abortWatchers.get(signal);
+  if (fanout === undefined) {
+    fanout = new AbortFanout(signal);
+    abortWatchers.set(signal, fanout);
+  }
+  const watching = fanout;
+  watching.watchers.add(callback);
+  return () => {
+    if (!watching.watchers.delete(callback) || watching.watchers.size > 0) return;
+    // The listener goes with the last call under it: a long-lived signal keeps none.
+    if (abortWatchers.get(signal) === watching) abortWatchers.delete(signal);
+    signal.removeEventListener('abort', watching.fire);
+  };
 }
 
 let finished: HarnessError | undefined;
