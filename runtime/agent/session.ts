@@ -179,7 +179,8 @@ export class AgentSession {
       else parent.addEventListener('abort', forward, { once: true });
     }
     const signal = controller.signal;
-    // Each running tool call listens on the turn's signal: a message's calls may all run at once.
+    // What the turn starts listens on its signal — the tool calls' one fan-out (closeout.ts
+    // `watchAbort`), each subagent call's child turn — and a message may start many at once.
     setMaxListeners(0, signal);
     const done: Promise<void> = this.runTurn(input, { ...options, signal })
       .then(
