@@ -9,7 +9,6 @@
  * events and a `turn/end` with its reason. History is always the fold's surface.
  */
 import { randomUUID } from 'node:crypto';
-import { setMaxListeners } from 'node:events';
 import type { HookBus } from '../kernel/bus.ts';
 import { HarnessError, getErrorInfo } from '../kernel/errors.ts';
 import { secrets } from '../kernel/secrets.ts';
@@ -179,9 +178,6 @@ export class AgentSession {
       else parent.addEventListener('abort', forward, { once: true });
     }
     const signal = controller.signal;
-    // What the turn starts listens on its signal — the tool calls' one fan-out (closeout.ts
-    // `watchAbort`), each subagent call's child turn — and a message may start many at once.
-    setMaxListeners(0, signal);
     const done: Promise<void> = this.runTurn(input, { ...options, signal })
       .then(
         () => channel.close(),
