@@ -496,22 +496,13 @@ export class AgentSession {
     // fsync, not one per call), then their bodies start in call order. The group starts as soon as
     // an approval has to be waited for (a person asked), so what was approved before runs meanwhile;
     // every body still starts only after an fsync that covers its tool/start.
-    let group: number[] = [];
-    let groupTools: ToolDefinition[] = [];
-    let groupInputs: unknown[] = [];
+    let group: { readonly index: number; readonly tool: ToolDefinition; readonly input: unknown }[] = [];
     const startGroup = async (): Promise<void> => {
       if (group.length === 0) return;
-      const indexes = group;
-      const groupedTools = groupTools;
-      const inputs = groupInputs;
+      const starting = group;
       group = [];
-      groupTools = [];
-      groupInputs = [];
       await this.journal.checkpoint();
-      for (let g = 0; g < indexes.length; g++) {
-        const index = indexes[g]!;
-        outcomes[index] = this.execute(turn, step, calls[index]!, groupedTools[g]!, inputs[g], signal, bus, options.approve, config);
-      }
+      for (const { index, tool, input } of starting) outcomes[index] = this.execute(turn, step, calls[index]!, tool, input, signal, bus, options.approve, config);
     };
     // Read once, not per call: a state read between the calls' records finishes the fold's pending
     // list, O(pending calls) each — quadratic in the calls of one message.
@@ -569,9 +560,7 @@ export class AgentSession {
       }
       const started = this.appendNow('tool/start', { turn, step, callId: call.id });
       if (started instanceof Promise) await started;
-      group.push(index);
-      groupTools.push(parsed.tool);
-      groupInputs.push(parsed.input);
+      group.push({ index, tool: parsed.tool, input: parsed.input });
     }
     await startGroup();
     // Results enter the history in call order, each as soon as it and those before it are done.
