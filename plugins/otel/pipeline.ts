@@ -84,6 +84,7 @@ export class OtelPipeline {
   readonly tracer: Tracer;
   readonly meter: Meter | undefined;
   private readonly tracerProvider: BasicTracerProvider;
+  private readonly traceExporter: SpanExporter;
   private readonly meterProvider: MeterProvider | undefined;
   private exported = 0;
   private dropped = 0;
@@ -98,6 +99,7 @@ export class OtelPipeline {
       .merge(resourceFromAttributes({ 'service.name': serviceName }));
     const exporter =
       options.traceExporter ?? new OTLPTraceExporter({ ...(options.endpoint === undefined ? {} : { url: signalUrl(options.endpoint, 'traces') }), ...headers, timeoutMillis: options.exportTimeoutMs });
+    this.traceExporter = exporter;
     const processor = new BatchSpanProcessor(exporter, {
       maxQueueSize: options.maxQueueSize,
       maxExportBatchSize: Math.min(options.maxExportBatchSize, options.maxQueueSize),
@@ -126,9 +128,15 @@ export class OtelPipeline {
     return { exportedSpanCount: this.exported, droppedSpanCount: this.dropped, failedSpanCount: this.failed };
   }
 
-  /** Exports what is queued; false when it did not finish within `timeoutMs` (or failed). */
+  /**
+   * Exports what is queued and waits for the exports already under way; false when that did not
+   * finish within `timeoutMs` (or failed). The processor's own `forceFlush` only exports what is
+   * still queued: spans its timer already handed to the exporter may still be on the wire, so the
+   * exporter's `forceFlush` (its in-flight requests) is awaited after it.
+   */
   async flush(timeoutMs: number): Promise<boolean> {
-    return bounded(Promise.all([this.tracerProvider.forceFlush(), this.meterProvider?.forceFlush()]), timeoutMs);
+    const traces = this.tracerProvider.forceFlush().then(() => this.traceExporter.forceFlush?.());
+    return bounded(Promise.all([traces, this.meterProvider?.forceFlush()]), timeoutMs);
   }
 
   /** Flushes and stops; false when that did not finish within `timeoutMs` (what was left is lost). */

@@ -47,6 +47,10 @@ export interface OtlpReceiver {
   readonly headers: Record<string, string | string[] | undefined>[];
   /** From now on, hold every request open without an answer. */
   stall(): void;
+  /** From now on, take and answer each request `ms` later (a slow collector); 0 answers at once. */
+  answerAfter(ms: number): void;
+  /** Requests received and not answered yet. */
+  readonly pendingCount: number;
   /** Resolves once `count` spans have arrived (rejects after `timeoutMs`). */
   waitForSpans(count: number, timeoutMs?: number): Promise<ReceivedSpan[]>;
   close(): Promise<void>;
@@ -129,6 +133,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const held: ServerResponse[] = [];
   const waiters: (() => void)[] = [];
   let stalled = false;
+  let answerAfterMs = 0;
+  let pendingCount = 0;
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -137,24 +143,32 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         held.push(response);
         return;
       }
-      const text = Buffer.concat(chunks).toString('utf8');
-      bodies.push(text);
-      headers.push(request.headers);
-      if (request.method !== 'POST' || !String(request.headers['content-type']).startsWith('application/json')) {
-        response.writeHead(415).end();
-        return;
-      }
-      const body = JSON.parse(text) as unknown;
-      if (request.url === '/v1/traces') spans.push(...decodeTraces(body));
-      else if (request.url === '/v1/metrics') metrics.push(...decodeMetrics(body));
-      else {
-        response.writeHead(404).end();
-        return;
-      }
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-      for (const wake of waiters.splice(0)) wake();
+      if (answerAfterMs === 0) return take(request, chunks, response);
+      pendingCount++;
+      setTimeout(() => {
+        pendingCount--;
+        take(request, chunks, response);
+      }, answerAfterMs);
     });
   });
+  const take = (request: IncomingMessage, chunks: Buffer[], response: ServerResponse): void => {
+    const text = Buffer.concat(chunks).toString('utf8');
+    bodies.push(text);
+    headers.push(request.headers);
+    if (request.method !== 'POST' || !String(request.headers['content-type']).startsWith('application/json')) {
+      response.writeHead(415).end();
+      return;
+    }
+    const body = JSON.parse(text) as unknown;
+    if (request.url === '/v1/traces') spans.push(...decodeTraces(body));
+    else if (request.url === '/v1/metrics') metrics.push(...decodeMetrics(body));
+    else {
+      response.writeHead(404).end();
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    for (const wake of waiters.splice(0)) wake();
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -165,6 +179,12 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     headers,
     stall() {
       stalled = true;
+    },
+    answerAfter(ms) {
+      answerAfterMs = ms;
+    },
+    get pendingCount() {
+      return pendingCount;
     },
     async waitForSpans(count, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
