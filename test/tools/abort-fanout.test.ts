@@ -56,3 +56,74 @@ describe('calls under one signal', () => {
     expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
   });
 });
+
+describe('a call’s own signal', () => {
+  /** Counts the AbortControllers made while `body` runs. */
+  async function countingControllers<T>(body: () => Promise<T>): Promise<{ result: T; made: number }> {
+    const Original = globalThis.AbortController;
+    let made = 0;
+    globalThis.AbortController = class extends Original {
+      constructor() {
+        super();
+        made++;
+      }
+    };
+    try {
+      return { result: await body(), made };
+    } finally {
+      globalThis.AbortController = Original;
+    }
+  }
+
+  it('is made only for a body that reads it', async () => {
+    const caller = new AbortController();
+    const quiet = defineTool({ name: 'quiet', description: 'Returns.', input: z.object({}), permission: 'read', execute: () => 'done' });
+    const reading = defineTool({ name: 'reading', description: 'Reads its signal.', input: z.object({}), permission: 'read', execute: (_input, context) => String(context.signal.aborted) });
+    const quietRun = await countingControllers(() => Promise.all(Array.from({ length: 10 }, (_, n) => runTool(quiet, {}, options(caller.signal, n)))));
+    expect(quietRun.result.map((outcome) => outcome.isError)).toEqual(Array.from({ length: 10 }, () => false));
+    expect(quietRun.made).toBe(0);
+    const readingRun = await countingControllers(() => runTool(reading, {}, options(caller.signal, 10)));
+    expect(readingRun.result.content).toEqual([{ type: 'text', text: 'false' }]);
+    expect(readingRun.made).toBe(1);
+  });
+
+  it('read first after the call was stopped or ended, is born aborted with the reason', async () => {
+    const caller = new AbortController();
+    let late: (() => AbortSignal) | undefined;
+    const keeper = defineTool({
+      name: 'keeper',
+      description: 'Keeps its context, reads nothing.',
+      input: z.object({}),
+      permission: 'read',
+      execute: async (_input, context) => {
+        late = () => context.signal;
+        await new Promise(() => {}); // waits for the abort
+        return 'never';
+      },
+    });
+    const aborted = runTool(keeper, {}, options(caller.signal, 0));
+    await new Promise((resolve) => setImmediate(resolve));
+    caller.abort();
+    expect((await aborted).code).toBe('ABORTED');
+    expect(late!().aborted).toBe(true);
+    expect((late!().reason as { code?: string }).code).toBe('ABORTED');
+
+    const timed = defineTool({ ...keeper, name: 'timed', timeoutMs: 20 });
+    expect((await runTool(timed, {}, options(new AbortController().signal, 1))).code).toBe('TIMEOUT');
+    expect((late!().reason as { code?: string }).code).toBe('TIMEOUT');
+
+    const ended = defineTool({
+      name: 'ended',
+      description: 'Returns, keeping its context.',
+      input: z.object({}),
+      permission: 'read',
+      execute: (_input, context) => {
+        late = () => context.signal;
+        return 'done';
+      },
+    });
+    expect((await runTool(ended, {}, options(new AbortController().signal, 2))).isError).toBe(false);
+    expect(late!().aborted).toBe(true);
+    expect((late!().reason as { code?: string }).code).toBe('TOOL_FINISHED');
+  });
+});
