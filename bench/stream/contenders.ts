@@ -9,8 +9,9 @@
  * - `floor`: the journal floor — `raw` plus only what the journal contract (DESIGN "Sessions and the
  *   journal") needs per event, and no runtime: one record object per SDK event with `seq` and
  *   `atMs`, one `JSON.stringify` line, the lines batched and written with one `write(2)` per
- *   64 KiB or 100 ms (one in flight), fsync at the end (see {@link JournalFloor}); its ratio to raw
- *   is what any implementation of the contract pays;
+ *   64 KiB or 100 ms (one in flight), fsync at the end (see {@link JournalFloor}); and for the tool
+ *   calls of the message the records, one checkpoint and the bodies the loop runs
+ *   ({@link floorToolCalls}); its ratio to raw is what any implementation of the contract pays;
  * - `loop`: the whole agent loop as it ships — `session.run` on a harness with the two adapter
  *   plugins and no `llm/stream` middleware (see {@link loopTurn}); `loop-mw`: the same with the 3
  *   pass-through middlewares below (what a plugin author's middleware adds on top);
@@ -123,6 +124,9 @@ export async function rawContender(served: Served): Promise<Record<StreamName, C
   };
 }
 
+/** What every bench tool answers (the loop's tools and the floor's calls alike). */
+const BENCH_TOOL_ANSWER = 'sunny, 21 °C';
+
 // ── (a′) the journal floor ──────────────────────────────────────────────────────────────────────
 
 /** Bytes queued before a write, and the longest a line waits for one (the writer's defaults). */
@@ -191,8 +195,8 @@ export class JournalFloor {
     });
   }
 
-  /** Writes everything queued, fsyncs and closes the file. */
-  async close(): Promise<void> {
+  /** Writes everything queued and fsyncs (a checkpoint). */
+  async sync(): Promise<void> {
     while (this.writing || this.pending.length > 0) {
       const done = new Promise<void>((resolve) => (this.idle = resolve));
       this.write();
@@ -200,7 +204,51 @@ export class JournalFloor {
     }
     if (this.failure) throw this.failure;
     await new Promise<void>((resolve, reject) => fsFsync(this.fd, (error) => (error ? reject(error) : resolve())));
+  }
+
+  /** Writes everything queued, fsyncs and closes the file. */
+  async close(): Promise<void> {
+    await this.sync();
     await new Promise<void>((resolve, reject) => fsClose(this.fd, (error) => (error ? reject(error) : resolve())));
+  }
+}
+
+/** A tool call as the floor collects it from the stream: what it needs to run the call. */
+interface FloorCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/**
+ * What the journal contract needs for the tool calls of one message, and nothing else (DESIGN
+ * "Durability"; seed 000 "内层工具契约"): the message, a `tool/call`, `approval/decided` and
+ * `tool/start` record per call, ONE checkpoint (write + fsync) covering every `tool/start`, then
+ * each call's arguments parsed and its body run (the bench tools' answer), and a `tool/result`
+ * record with the result message per call — as the loop does for calls approved at once. No
+ * schema, no approver, no close-out (timeout, cap, abort), no fold.
+ */
+async function floorToolCalls(journal: JournalFloor, calls: readonly FloorCall[]): Promise<void> {
+  if (calls.length === 0) return;
+  journal.append('assistant/message', {
+    turn: 1,
+    step: 1,
+    message: { role: 'assistant', content: calls.map((call) => ({ type: 'tool-call', id: call.id, name: call.name, arguments: call.arguments })) },
+    finish: { kind: 'tool-calls' },
+  });
+  for (const call of calls) journal.append('tool/call', { turn: 1, step: 1, callId: call.id, name: call.name, arguments: call.arguments });
+  for (const call of calls) {
+    journal.append('approval/decided', { turn: 1, step: 1, callId: call.id, decision: 'allow', decidedBy: 'policy' });
+    journal.append('tool/start', { turn: 1, step: 1, callId: call.id });
+  }
+  await journal.sync();
+  const outputs = calls.map((call) => {
+    JSON.parse(call.arguments === '' ? '{}' : call.arguments);
+    return BENCH_TOOL_ANSWER;
+  });
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!;
+    journal.append('tool/result', { turn: 1, step: 1, callId: call.id, message: { role: 'tool', callId: call.id, content: [{ type: 'text', text: outputs[i] }], isError: false }, durationMs: 0 });
   }
 }
 
@@ -222,10 +270,22 @@ export async function floorContender(served: Served): Promise<{ consume: Record<
       const journal = JournalFloor.create(join(dir, `${files++}.jsonl`));
       const stream = await openai.chat.completions.create({ model: MODELS.openai, messages: [{ role: 'user', content: 'hi' }], tools, stream: true, stream_options: { include_usage: true } });
       let items = 0;
+      const calls: FloorCall[] = [];
       for await (const event of stream) {
         items++;
         journal.append('assistant/chunk', { turn: 1, step: 1, chunk: event.choices[0] ?? event });
+        // Tool-call deltas: the first of an index names the call, the rest carry argument text.
+        const deltas = event.choices[0]?.delta?.tool_calls;
+        if (deltas !== undefined) {
+          for (const delta of deltas) {
+            const call = (calls[delta.index] ??= { id: '', name: '', arguments: '' });
+            if (delta.id) call.id = delta.id;
+            if (delta.function?.name) call.name = delta.function.name;
+            if (delta.function?.arguments) call.arguments += delta.function.arguments;
+          }
+        }
       }
+      await floorToolCalls(journal, calls);
       await journal.close();
       return { items, blocks: -1, finish: 'n/a' };
     };
@@ -242,10 +302,17 @@ export async function floorContender(served: Served): Promise<{ consume: Record<
         stream: true,
       });
       let items = 0;
+      const calls: FloorCall[] = [];
+      let open: FloorCall | undefined;
       for await (const event of stream) {
         items++;
         journal.append('assistant/chunk', { turn: 1, step: 1, chunk: event });
+        if (event.type === 'content_block_start') {
+          open = event.content_block.type === 'tool_use' ? { id: event.content_block.id, name: event.content_block.name, arguments: '' } : undefined;
+          if (open !== undefined) calls.push(open);
+        } else if (event.type === 'content_block_delta' && event.delta.type === 'input_json_delta' && open !== undefined) open.arguments += event.delta.partial_json;
       }
+      await floorToolCalls(journal, calls);
       await journal.close();
       return { items, blocks: -1, finish: 'n/a' };
     };
@@ -270,7 +337,7 @@ export async function floorContender(served: Served): Promise<{ consume: Record<
  * answered — and not the unknown-tool error path. Each returns a short string.
  */
 export const BENCH_TOOLS = ['GetWeatherArgs', 'get_stock_price', 'get_weather'].map((name) =>
-  defineTool({ name, description: `Bench tool ${name}: answers at once.`, input: z.looseObject({}), permission: 'read', execute: () => 'sunny, 21 °C' }),
+  defineTool({ name, description: `Bench tool ${name}: answers at once.`, input: z.looseObject({}), permission: 'read', execute: () => BENCH_TOOL_ANSWER }),
 );
 
 /** The loop's approver: every call allowed (hoisted: no closure per call). */
