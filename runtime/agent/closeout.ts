@@ -76,124 +76,165 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 type BodyResult = { readonly kind: 'done'; readonly output: ToolOutput; readonly fromStream: boolean } | { readonly kind: 'threw'; readonly error: unknown };
 
+/**
+ * One running call: the body's `ToolContext` and the call's state in one object (methods on the
+ * prototype; a closure per callback per call was ~3 KB of allocation on a stream of small calls).
+ *
+ * Its own signal is made when the body first reads `context.signal`: most bodies never do, and an
+ * AbortController plus its abort at the end was ~6% of the loop's CPU there. `stopReason` is why
+ * the call was stopped, whether or not a signal exists yet; a signal made later is born aborted
+ * with it. `output` and `forward` are bound on first read, so a body may destructure them.
+ */
+class RunningCall implements ToolContext {
+  readonly callId: string;
+  readonly sessionId: string;
+  readonly cwd: string;
+  declare readonly turn?: number;
+  declare readonly step?: number;
+  declare readonly session?: ToolContext['session'];
+  declare readonly config?: ToolContext['config'];
+  declare readonly approve?: ToolContext['approve'];
+  /** The streamed output, kept up to the cap; what goes beyond is only counted (a tool may stream 10 MB). */
+  streamed = '';
+  streamedOverflow = 0;
+  stopReason: HarnessError | undefined = undefined;
+  /** Resolves the race with the body: a user abort or the timeout. */
+  interrupt: ((cause: typeof USER_ABORT | typeof TIMEOUT) => void) | undefined = undefined;
+  private controller: AbortController | undefined = undefined;
+  private boundOutput: ((text: string) => void) | undefined = undefined;
+  private boundForward: NonNullable<ToolContext['forward']> | undefined = undefined;
+
+  constructor(
+    private readonly options: RunToolOptions,
+    private readonly cap: number,
+  ) {
+    this.callId = options.callId;
+    this.sessionId = options.sessionId;
+    this.cwd = options.cwd;
+    const self = this as { -readonly [K in keyof ToolContext]: ToolContext[K] };
+    if (options.turn !== undefined) self.turn = options.turn;
+    if (options.step !== undefined) self.step = options.step;
+    if (options.session) self.session = options.session;
+    if (options.config) self.config = options.config;
+    if (options.approve) self.approve = options.approve;
+  }
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.stopReason !== undefined) this.controller.abort(this.stopReason);
+    }
+    return this.controller.signal;
+  }
+
+  get output(): (text: string) => void {
+    this.boundOutput ??= (text: string) => this.push(text);
+    return this.boundOutput;
+  }
+
+  get forward(): NonNullable<ToolContext['forward']> {
+    this.boundForward ??= (event, hop) => this.options.onForward?.(event, hop);
+    return this.boundForward;
+  }
+
+  stop(reason: HarnessError): void {
+    this.stopReason = reason;
+    this.controller?.abort(reason);
+  }
+
+  /** The caller's abort (see {@link watchAbort}). */
+  onAbort(): void {
+    this.stop(new HarnessError('ABORTED', 'The user aborted the tool call.'));
+    this.interrupt?.(USER_ABORT);
+  }
+
+  push(text: string): void {
+    if (this.stopReason !== undefined || typeof text !== 'string' || text === '') return;
+    const cap = this.cap;
+    if (cap <= 0) this.streamed += text;
+    else {
+      const room = cap - this.streamed.length;
+      if (room >= text.length) this.streamed += text;
+      else {
+        if (room > 0) this.streamed += text.slice(0, room);
+        this.streamedOverflow += text.length - Math.max(0, room);
+      }
+    }
+    try {
+      this.options.onOutput?.(text);
+    } catch {
+      // A failing observer of partial output must not fail the tool.
+    }
+  }
+
+  report(value: ToolOutput | StreamedToolOutput | string | void): BodyResult {
+    const report = normalizeOutput(value);
+    return report.content === undefined ? { kind: 'done', output: { ...report, content: this.streamed }, fromStream: true } : { kind: 'done', output: report as ToolOutput, fromStream: false };
+  }
+}
+
+function onTimeout(call: RunningCall, timeoutMs: number): void {
+  call.stop(new HarnessError('TIMEOUT', `The tool call timed out after ${timeoutMs} ms.`));
+  call.interrupt?.(TIMEOUT);
+}
+
+async function runBody(tool: ToolDefinition, input: unknown, call: RunningCall): Promise<BodyResult> {
+  try {
+    const result = tool.execute(input, call);
+    if (isAsyncGenerator(result)) {
+      let step = await result.next();
+      while (!step.done) {
+        call.push(String(step.value));
+        if (call.stopReason !== undefined) {
+          await result.return?.(undefined).catch(() => undefined);
+          return { kind: 'done', output: { content: call.streamed }, fromStream: true };
+        }
+        step = await result.next();
+      }
+      return call.report(step.value);
+    }
+    return call.report(await result);
+  } catch (error) {
+    return { kind: 'threw', error };
+  }
+}
+
 /** Runs a parsed call under the close-out rules. Never throws. */
 export async function runTool(tool: ToolDefinition, input: unknown, options: RunToolOptions): Promise<ToolOutcome> {
   const startedAtMs = performance.now();
-  const elapsed = () => Math.round(performance.now() - startedAtMs);
   if (options.signal?.aborted) return errorOutcome('ABORTED', 'Aborted by the user before the tool ran.', 0);
-  // The call's own signal is made when the body first reads `context.signal`: most bodies never
-  // do, and an AbortController plus its abort at the end was ~6% of the loop's CPU on a stream of
-  // many small calls. `stopReason` is why the call was stopped, whether or not a signal exists yet;
-  // a signal made later is born aborted with it.
-  let controller: AbortController | undefined;
-  let stopReason: HarnessError | undefined;
-  const stop = (reason: HarnessError): void => {
-    stopReason = reason;
-    controller?.abort(reason);
-  };
-  const signalOfCall = (): AbortSignal => {
-    if (controller === undefined) {
-      controller = new AbortController();
-      if (stopReason !== undefined) controller.abort(stopReason);
-    }
-    return controller.signal;
-  };
   const timeoutMs = tool.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
-  let settle!: (cause: typeof USER_ABORT | typeof TIMEOUT) => void;
-  const interrupted = new Promise<typeof USER_ABORT | typeof TIMEOUT>((resolve) => (settle = resolve));
-  const onUserAbort = () => {
-    stop(new HarnessError('ABORTED', 'The user aborted the tool call.'));
-    settle(USER_ABORT);
-  };
-  const stopWatching = options.signal === undefined ? undefined : watchAbort(options.signal, onUserAbort);
-  // NaN, Infinity or 0 and less: no timeout. Beyond setTimeout's range: the longest it can wait.
-  const timer =
-    timeoutMs > 0 && Number.isFinite(timeoutMs)
-      ? setTimeout(
-          () => {
-            stop(new HarnessError('TIMEOUT', `The tool call timed out after ${timeoutMs} ms.`));
-            settle(TIMEOUT);
-          },
-          Math.min(timeoutMs, MAX_TIMER_MS),
-        )
-      : undefined;
   const cap = tool.maxOutputChars ?? DEFAULT_MAX_OUTPUT_CHARS;
-  // The streamed output, kept up to the cap; what goes beyond is only counted (a tool may stream 10 MB).
-  let streamed = '';
-  let streamedOverflow = 0;
-  const context: ToolContext = {
-    get signal() {
-      return signalOfCall();
-    },
-    callId: options.callId,
-    sessionId: options.sessionId,
-    cwd: options.cwd,
-    ...(options.turn !== undefined ? { turn: options.turn } : {}),
-    ...(options.step !== undefined ? { step: options.step } : {}),
-    ...(options.session ? { session: options.session } : {}),
-    ...(options.config ? { config: options.config } : {}),
-    ...(options.approve ? { approve: options.approve } : {}),
-    forward: (event, hop) => options.onForward?.(event, hop),
-    output(text: string) {
-      if (stopReason !== undefined || typeof text !== 'string' || text === '') return;
-      if (cap <= 0) streamed += text;
-      else {
-        const room = cap - streamed.length;
-        if (room >= text.length) streamed += text;
-        else {
-          if (room > 0) streamed += text.slice(0, room);
-          streamedOverflow += text.length - Math.max(0, room);
-        }
-      }
-      try {
-        options.onOutput?.(text);
-      } catch {
-        // A failing observer of partial output must not fail the tool.
-      }
-    },
-  };
-  const fromReport = (value: ToolOutput | StreamedToolOutput | string | void): { output: ToolOutput; fromStream: boolean } => {
-    const report = normalizeOutput(value);
-    return report.content === undefined ? { output: { ...report, content: streamed }, fromStream: true } : { output: report as ToolOutput, fromStream: false };
-  };
-  const body = (async (): Promise<BodyResult> => {
-    try {
-      const result = tool.execute(input, context);
-      if (isAsyncGenerator(result)) {
-        let step = await result.next();
-        while (!step.done) {
-          context.output(String(step.value));
-          if (stopReason !== undefined) {
-            await result.return?.(undefined).catch(() => undefined);
-            return { kind: 'done', output: { content: streamed }, fromStream: true };
-          }
-          step = await result.next();
-        }
-        return { kind: 'done', ...fromReport(step.value) };
-      }
-      return { kind: 'done', ...fromReport(await result) };
-    } catch (error) {
-      return { kind: 'threw', error };
-    }
-  })();
+  const call = new RunningCall(options, cap);
+  const stopWatching = options.signal === undefined ? undefined : watchAbort(options.signal, call);
+  // NaN, Infinity or 0 and less: no timeout. Beyond setTimeout's range: the longest it can wait.
+  const timer = timeoutMs > 0 && Number.isFinite(timeoutMs) ? setTimeout(onTimeout, Math.min(timeoutMs, MAX_TIMER_MS), call, timeoutMs) : undefined;
   try {
-    const first = await Promise.race([body, interrupted]);
+    const body = runBody(tool, input, call);
+    // The body's result, or the interruption that came first (one promise, not a race of two).
+    const first = await new Promise<BodyResult | typeof USER_ABORT | typeof TIMEOUT>((resolve) => {
+      call.interrupt = resolve;
+      if (call.stopReason !== undefined) resolve(options.signal?.aborted ? USER_ABORT : TIMEOUT);
+      body.then(resolve);
+    });
+    const elapsedMs = Math.round(performance.now() - startedAtMs);
+    const { streamed, streamedOverflow } = call;
     // Priority: user abort > timeout > throw > the tool's own report.
-    const cause = stopReason !== undefined ? (options.signal?.aborted ? USER_ABORT : TIMEOUT) : first;
-    if (cause === USER_ABORT) return withPartial('ABORTED', 'The user aborted this tool call.', streamed, cap, elapsed(), streamedOverflow);
-    if (cause === TIMEOUT) return withPartial('TIMEOUT', `The tool call timed out after ${timeoutMs} ms and was stopped.`, streamed, cap, elapsed(), streamedOverflow);
+    const cause = call.stopReason !== undefined ? (options.signal?.aborted ? USER_ABORT : TIMEOUT) : first;
+    if (cause === USER_ABORT) return withPartial('ABORTED', 'The user aborted this tool call.', streamed, cap, elapsedMs, streamedOverflow);
+    if (cause === TIMEOUT) return withPartial('TIMEOUT', `The tool call timed out after ${timeoutMs} ms and was stopped.`, streamed, cap, elapsedMs, streamedOverflow);
     const settled = first as BodyResult;
     if (settled.kind === 'threw') {
       const message = settled.error instanceof Error ? settled.error.message : String(settled.error);
       const code = HarnessError.is(settled.error) ? settled.error.code : 'TOOL_FAILED';
-      return withPartial(code, `The tool failed: ${message}`, streamed, cap, elapsed(), streamedOverflow);
+      return withPartial(code, `The tool failed: ${message}`, streamed, cap, elapsedMs, streamedOverflow);
     }
-    return finalize(settled.output, cap, elapsed(), settled.fromStream ? streamedOverflow : 0);
+    return finalize(settled.output, cap, elapsedMs, settled.fromStream ? streamedOverflow : 0);
   } finally {
     if (timer !== undefined) clearTimeout(timer);
     stopWatching?.();
     // The body's signal (now or when it is first read) says the call is over.
-    if (stopReason === undefined) stop(toolFinished());
+    if (call.stopReason === undefined) call.stop(toolFinished());
   }
 }
 
@@ -207,27 +248,31 @@ const abortWatchers = new WeakMap<AbortSignal, AbortFanout>();
 
 /** One `abort` listener on a signal, calling each watcher once. */
 class AbortFanout {
-  readonly watchers = new Set<() => void>();
+  readonly watchers = new Set<AbortWatcher>();
   constructor(readonly signal: AbortSignal) {
     signal.addEventListener('abort', this.fire, { once: true });
   }
   readonly fire = (): void => {
     abortWatchers.delete(this.signal);
-    for (const watcher of this.watchers) watcher();
+    for (const watcher of this.watchers) watcher.onAbort();
   };
 }
 
-/** Calls `callback` once when `signal` aborts; returns the function that stops watching. */
-function watchAbort(signal: AbortSignal, callback: () => void): () => void {
+interface AbortWatcher {
+  onAbort(): void;
+}
+
+/** Calls `watcher.onAbort()` once when `signal` aborts; returns the function that stops watching. */
+function watchAbort(signal: AbortSignal, watcher: AbortWatcher): () => void {
   let fanout = abortWatchers.get(signal);
   if (fanout === undefined) {
     fanout = new AbortFanout(signal);
     abortWatchers.set(signal, fanout);
   }
   const watching = fanout;
-  watching.watchers.add(callback);
+  watching.watchers.add(watcher);
   return () => {
-    if (!watching.watchers.delete(callback) || watching.watchers.size > 0) return;
+    if (!watching.watchers.delete(watcher) || watching.watchers.size > 0) return;
     // The listener goes with the last call under it: a long-lived signal keeps none.
     if (abortWatchers.get(signal) === watching) abortWatchers.delete(signal);
     signal.removeEventListener('abort', watching.fire);

@@ -127,3 +127,38 @@ describe('a call’s own signal', () => {
     expect((late!().reason as { code?: string }).code).toBe('TOOL_FINISHED');
   });
 });
+
+describe('a call’s context, destructured', () => {
+  it('output, forward and signal work taken off the context, as a body may write them', async () => {
+    const forwarded: string[] = [];
+    const outputs: string[] = [];
+    const tool = defineTool({
+      name: 'destructuring',
+      description: 'Streams, forwards, reads its signal, all destructured.',
+      input: z.object({}),
+      permission: 'read',
+      execute: (_input, { output, forward, signal }) => {
+        output('one ');
+        output('two');
+        forward?.({ type: 'child/event' } as never, 'child-1');
+        return { notes: [`aborted: ${signal.aborted}`] };
+      },
+    });
+    const outcome = await runTool(
+      tool,
+      {},
+      {
+        ...options(new AbortController().signal, 0),
+        onOutput: (text) => outputs.push(text),
+        onForward: (_event, hop) => forwarded.push(hop),
+      },
+    );
+    expect(outcome.isError).toBe(false);
+    expect(outcome.content).toEqual([
+      { type: 'text', text: 'one two' },
+      { type: 'text', text: '\naborted: false' },
+    ]);
+    expect(outputs).toEqual(['one ', 'two']);
+    expect(forwarded).toEqual(['child-1']);
+  });
+});
