@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { HookBus } from '../kernel/bus.ts';
 import { HarnessError, getErrorInfo } from '../kernel/errors.ts';
-import { secrets } from '../kernel/secrets.ts';
+import { secrets, type SecretStream } from '../kernel/secrets.ts';
 import { BlockAssembler } from '../llm/assembler.ts';
 import { callConfigEquals, markAgentLoopRequest, type RetryPolicyConfig } from '../llm/call-config.ts';
 import { failureOf, llmFailure, pluginFailure } from '../llm/errors.ts';
@@ -589,8 +589,9 @@ export class AgentSession {
     let journaledChars = 0;
     const cap = tool.maxOutputChars ?? 16_000;
     const startedAtMs = performance.now();
-    // Live output is masked piece by piece: a secret split across two pieces is held back until it is whole.
-    const masked = secrets().stream();
+    // Live output is masked piece by piece: a secret split across two pieces is held back until it
+    // is whole. Made at the first piece: most calls stream nothing.
+    let masked: SecretStream | undefined;
     const emit = (text: string): void => {
       // Streamed output is shown live; the journal keeps at most the output cap of it.
       if (text === '' || (cap > 0 && journaledChars >= cap)) return;
@@ -608,11 +609,11 @@ export class AgentSession {
           turn,
           step,
           session: this.handle,
-          ...(config ? { config } : {}),
-          ...(approve ? { approve } : {}),
+          config,
+          approve,
           // One hop per level: the child's own origin (its children) goes after the child's id.
           onForward: (event, hop) => channel?.push(Object.freeze({ ...event, origin: [hop, ...(event.origin ?? [])] }) as ForwardedEvent),
-          onOutput: (text) => emit(masked.push(text)),
+          onOutput: (text) => emit((masked ??= secrets().stream()).push(text)),
         }),
       );
     } catch (error) {
@@ -623,7 +624,7 @@ export class AgentSession {
         Math.round(performance.now() - startedAtMs),
       );
     } finally {
-      emit(masked.flush()); // the end of the output, held back in case it began a secret
+      if (masked !== undefined) emit(masked.flush()); // the end of the output, held back in case it began a secret
     }
   }
 
