@@ -26,13 +26,21 @@ export function forkableAround(events: Iterable<Pick<AnySessionEvent, 'seq' | 't
 /**
  * The message of a `FORK_INSIDE_TURN` for a person: which seqs are allowed near `atSeq` and how to
  * fork there (`retry(seq)`: `/fork 12`, `harness fork … --at 12`), or where it is and what closes it.
+ * `atEnd`: no seq was given, `atSeq` is the session's last event (the message says so).
  */
-export async function forkInsideTurnMessage(path: string | LineSource, atSeq: number, how: { session: string; retry: (seq: number) => string; closeTurn?: string }): Promise<string> {
+export async function forkInsideTurnMessage(path: string | LineSource, atSeq: number, how: { session: string; retry: (seq: number) => string; closeTurn?: string; atEnd?: boolean }): Promise<string> {
   const events: Pick<AnySessionEvent, 'seq' | 'type'>[] = [];
   for await (const event of readJournal(path, { salvage: true })) events.push({ seq: event.seq, type: event.type });
   const { before, after, turnStartSeq } = forkableAround(events, atSeq);
   const where = turnStartSeq !== undefined ? `inside the turn that starts at seq ${turnStartSeq}` : 'inside a turn';
   const nearest = after !== undefined ? `seq ${before} (before it) or seq ${after} (its end)` : `seq ${before} (before it; the turn has no end yet)`;
   const tries = [how.retry(before), ...(after !== undefined ? [how.retry(after)] : [])].join(' or ');
-  return `Seq ${atSeq} of session ${how.session} is ${where}: a fork there would cut a turn in half. The nearest seqs allowed are ${nearest}: ${tries}${how.closeTurn ? `; or ${how.closeTurn} to close the turn in the fork with synthetic events` : ''}.`;
+  return `Seq ${atSeq} of session ${how.session}${how.atEnd ? ' (its last event)' : ''} is ${where}: a fork there would cut a turn in half. The nearest seqs allowed are ${nearest}: ${tries}${how.closeTurn ? `; or ${how.closeTurn} to close the turn in the fork with synthetic events` : ''}.`;
+}
+
+/** The seq of a journal's last event (0 for none): where `harness fork` without `--at` forks. A torn tail is left out, as a fork leaves it out. */
+export async function lastSeqOf(path: string | LineSource): Promise<number> {
+  let last = 0;
+  for await (const event of readJournal(path)) last = event.seq;
+  return last;
 }
