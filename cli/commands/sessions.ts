@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { forkSession, HarnessError, listSessions, writeImportedSession, type SessionSummary } from '../../runtime/index.ts';
 import { selfCommand, shellQuote, type Io } from '../env.ts';
 import { homeRelative } from '../find-session.ts';
-import { forkInsideTurnMessage, lastSeqOf } from '../fork-seqs.ts';
+import { forkInsideTurnMessage, forkPastDamageError, lastSeqOf } from '../fork-seqs.ts';
 import { compactCount, formatAgo, oneLine, printable } from '../format.ts';
 import { openHarnessForReading, selfWithGlobals, sessionArgument, sessionRef, sessionSource, statOf, storeName, type GlobalOptions } from '../setup.ts';
 
@@ -69,9 +69,11 @@ export async function forkCommand(source: string, options: { at?: number; closeT
   const harness = await openHarnessForReading(globals, io);
   try {
     const path = await sessionRef(source, harness);
-    const atSeq = options.at ?? (await lastSeqOf(sessionSource(harness, path)));
+    const forkSelf = `${selfWithGlobals(globals)} fork ${shellQuote(source)}`;
+    let atSeq = options.at ?? 0;
     let forked: Awaited<ReturnType<typeof forkSession>>;
     try {
+      atSeq = options.at ?? (await lastSeqOf(sessionSource(harness, path)));
       forked = await forkSession(path, {
         atSeq,
         store: harness.store,
@@ -80,12 +82,13 @@ export async function forkCommand(source: string, options: { at?: number; closeT
         ...(options.id ? { id: options.id } : {}),
       });
     } catch (error) {
+      // A damaged journal: the forks that work are those before the damage; say which (never a seq past it).
+      if (HarnessError.is(error) && error.code === 'JOURNAL_CORRUPT') throw await forkPastDamageError(error, sessionSource(harness, path), forkSelf);
       // The runtime's message is neutral; say it with this command's flags and the nearest seqs allowed.
       if (!HarnessError.is(error) || error.code !== 'FORK_INSIDE_TURN') throw error;
-      const self = `${selfWithGlobals(globals)} fork ${shellQuote(source)}`;
       const message = await forkInsideTurnMessage(sessionSource(harness, path), atSeq, {
         session: String(error.failure.sessionId ?? source),
-        retry: (seq) => `\`${self} --at ${seq}\``,
+        retry: (seq) => `\`${forkSelf} --at ${seq}\``,
         ...(options.at === undefined ? { atEnd: true } : {}),
       });
       throw new HarnessError('FORK_INSIDE_TURN', message, { details: { ...error.failure, path } });
