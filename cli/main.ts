@@ -161,10 +161,10 @@ export function buildProgram(io: Io, exit: (code: number) => void): Command {
   program
     .command('fork')
     .argument('<session>', 'session id, unique id prefix or journal path')
-    .requiredOption('--at <seq>', 'keep the events 1..seq (0 keeps none)', positiveInt)
+    .option('--at <seq>', 'keep the events 1..seq (0 keeps none; default: all of them, to the last seq)', positiveInt)
     .option('--close-turn', 'allow a seq inside a turn (refused otherwise, FORK_INSIDE_TURN): the fork closes that turn with synthetic events')
     .option('--id <id>', 'id of the new session (default: a random UUID)', sessionIdOption)
-    .description('start a new session from a prefix of another')
+    .description('start a new session from another: all of its events, or (--at) a prefix of them')
     .action(async (session: string, options) => {
       const { forkCommand } = await import('./commands/sessions.ts');
       exit(await forkCommand(session, options, globals(), io));

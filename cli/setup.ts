@@ -22,7 +22,7 @@ import {
   type SessionHeader,
   type SessionSummary,
 } from '../runtime/index.ts';
-import { isSessionId, parseHeaderLine, resolveSessionPath, sessionsDir } from '../runtime/internal.ts';
+import { columnOfByteOffset, isSessionId, parseHeaderLine, resolveSessionPath, sessionsDir } from '../runtime/internal.ts';
 import { defaultConfig } from '../stack/index.ts';
 import type { Ask } from './approval.ts';
 import { baseOf, journalOfPrefix } from './find-session.ts';
@@ -424,14 +424,21 @@ export function withConfigPath(error: HarnessError, configPath: string | undefin
  * `file:line:col` of the syntax error (or the first stack frame in the file) behind a config or
  * plugin that failed to load, with the line's text: the error Node reports for a module's syntax
  * error has no location, so the file is parsed again with esbuild (tsx's own compiler) to find it.
- * For a config that loads but does not validate, the key the runtime located (`failure.line`, `column`).
+ * First the location the runtime found (`failure.line`, `column`: a config key that does not validate,
+ * a syntax error tsx's compiler reported). Columns are 1-based, in characters.
  */
 export async function errorLocation(error: HarnessError, configPath: string | undefined): Promise<{ at: string; lineText?: string; column?: number } | undefined> {
   if (error.code !== 'INVALID_CONFIG' && error.code !== 'PLUGIN_IMPORT_FAILED') return undefined;
   const file = error.code === 'INVALID_CONFIG' ? configPath : typeof error.failure.path === 'string' ? error.failure.path : undefined;
   if (file === undefined || !existsSync(file)) return undefined;
+  // Where the runtime located it: a syntax error tsx's compiler reported, or a schema issue's key the config writes exactly once.
+  const { line, column } = error.failure;
+  if (typeof line === 'number' && typeof column === 'number' && (error.code === 'INVALID_CONFIG' ? error.failure.configPath === file : error.failure.path === file)) {
+    const lineText = readFileSync(file, 'utf8').split(/\r?\n/)[line - 1];
+    return { at: `${file}:${line}:${column}`, ...(lineText === undefined ? {} : { lineText, column: column - 1 }) };
+  }
   const cause = error.cause;
-  // Node's SyntaxError, or tsx's TransformError (whose message has esbuild's 0-based column).
+  // Node's SyntaxError (no location in it), or a TransformError the runtime did not locate.
   if (cause instanceof SyntaxError || (cause instanceof Error && (cause.name === 'SyntaxError' || cause.name === 'TransformError'))) {
     try {
       const tsxRequire = createRequire(createRequire(import.meta.url).resolve('tsx/package.json'));
@@ -443,14 +450,10 @@ export async function errorLocation(error: HarnessError, configPath: string | un
       });
     } catch (transformError) {
       const location = (transformError as { errors?: { text: string; location?: { line: number; column: number; lineText: string } }[] }).errors?.[0]?.location;
-      if (location) return { at: `${file}:${location.line}:${location.column + 1}`, lineText: location.lineText, column: location.column };
+      // esbuild's column is 0-based and in bytes: 1-based characters, as an editor counts.
+      const at = location === undefined ? undefined : columnOfByteOffset(location.lineText, location.column);
+      if (location && at !== undefined) return { at: `${file}:${location.line}:${at}`, lineText: location.lineText, column: at - 1 };
     }
-  }
-  // A schema issue the runtime located in the config file (the key written there exactly once).
-  const { line, column } = error.failure;
-  if (error.code === 'INVALID_CONFIG' && typeof line === 'number' && typeof column === 'number' && error.failure.configPath === file) {
-    const lineText = readFileSync(file, 'utf8').split(/\r?\n/)[line - 1];
-    return { at: `${file}:${line}:${column}`, ...(lineText === undefined ? {} : { lineText, column: column - 1 }) };
   }
   if (cause instanceof Error && cause.stack) {
     const escaped = file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

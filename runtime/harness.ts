@@ -10,7 +10,7 @@ import { Kernel, type PluginContext } from './kernel/context.ts';
 import { checkConfig, invalidConfig } from './kernel/config-check.ts';
 import { HarnessError } from './kernel/errors.ts';
 import { Fiber, Scope } from './kernel/fiber.ts';
-import { locateKey } from './kernel/key-location.ts';
+import { causeMessage, locateKey, syntaxErrorOf } from './kernel/key-location.ts';
 import { importGeneration } from './kernel/module-loader.ts';
 import { isPluginDefinition, PluginHost, type PluginSpec } from './kernel/plugin.ts';
 import { z } from 'zod';
@@ -302,8 +302,10 @@ export async function loadConfig(path: string): Promise<HarnessConfig> {
     // A helper the config calls refused an unknown key (defaultPlugins({ aprovals })): say where it is written.
     const unknownKeys = HarnessError.is(cause) ? cause.failure.unknownKeys : undefined;
     const key = Array.isArray(unknownKeys) && typeof unknownKeys[0] === 'string' ? unknownKeys[0] : undefined;
-    const at = key === undefined ? undefined : locateKey(readFileSync(absolute, 'utf8'), key);
-    throw new HarnessError('INVALID_CONFIG', `Could not load config ${absolute}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+    // Or tsx could not compile it: esbuild's message has a 0-based column in bytes; the location goes in the details, 1-based.
+    const syntax = syntaxErrorOf(cause);
+    const at = key === undefined ? (syntax?.file === absolute ? syntax : undefined) : locateKey(readFileSync(absolute, 'utf8'), key);
+    throw new HarnessError('INVALID_CONFIG', `Could not load config ${absolute}: ${causeMessage(cause, syntax, absolute)}`, {
       cause,
       ...(at ? { details: { configPath: absolute, line: at.line, column: at.column } } : {}),
     });

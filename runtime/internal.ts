@@ -11,6 +11,7 @@ export { Kernel, type ContextExtension } from './kernel/context.ts';
 export { toFailure, toJsonSafe } from './kernel/errors.ts';
 export { Fiber, Scope, type Registration } from './kernel/fiber.ts';
 export { deepFreeze, isPlainData } from './kernel/freeze.ts';
+export { columnOfByteOffset } from './kernel/key-location.ts';
 export { importGeneration } from './kernel/module-loader.ts';
 export { PluginHost, isPluginDefinition, parseConfig } from './kernel/plugin.ts';
 export { isSchemaAdapter, formatIssues } from './kernel/schema.ts';

@@ -1,5 +1,5 @@
 /**
- * `harness sessions`, `harness fork <session> --at <seq>`, `harness import dsh <file>`.
+ * `harness sessions`, `harness fork <session> [--at <seq>]`, `harness import dsh <file>`.
  *
  * A session is listed under the id other commands take: its journal file's name. A journal whose
  * header names another session (a copy: `cp <id>.jsonl backup.jsonl`) is flagged with that id.
@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { forkSession, HarnessError, listSessions, writeImportedSession, type SessionSummary } from '../../runtime/index.ts';
 import { selfCommand, shellQuote, type Io } from '../env.ts';
 import { homeRelative } from '../find-session.ts';
-import { forkInsideTurnMessage } from '../fork-seqs.ts';
+import { forkInsideTurnMessage, forkPastDamageError, lastSeqOf } from '../fork-seqs.ts';
 import { compactCount, formatAgo, oneLine, printable } from '../format.ts';
 import { openHarnessForReading, selfWithGlobals, sessionArgument, sessionRef, sessionSource, statOf, storeName, type GlobalOptions } from '../setup.ts';
 
@@ -64,25 +64,33 @@ export async function sessionsCommand(options: { json?: boolean; workspace?: str
   }
 }
 
-/** Starts a new session from the events 1..at of another. */
-export async function forkCommand(source: string, options: { at: number; closeTurn?: boolean; id?: string }, globals: GlobalOptions, io: Io): Promise<number> {
+/** Starts a new session from the events 1..at of another (without `--at`: all of them, up to its last seq). */
+export async function forkCommand(source: string, options: { at?: number; closeTurn?: boolean; id?: string }, globals: GlobalOptions, io: Io): Promise<number> {
   const harness = await openHarnessForReading(globals, io);
   try {
     const path = await sessionRef(source, harness);
+    const forkSelf = `${selfWithGlobals(globals)} fork ${shellQuote(source)}`;
+    let atSeq = options.at ?? 0;
     let forked: Awaited<ReturnType<typeof forkSession>>;
     try {
+      atSeq = options.at ?? (await lastSeqOf(sessionSource(harness, path)));
       forked = await forkSession(path, {
-        atSeq: options.at,
+        atSeq,
         store: harness.store,
         bus: harness.kernel.bus,
         ...(options.closeTurn ? { closeOpenTurn: true } : {}),
         ...(options.id ? { id: options.id } : {}),
       });
     } catch (error) {
+      // A damaged journal: the forks that work are those before the damage; say which (never a seq past it).
+      if (HarnessError.is(error) && error.code === 'JOURNAL_CORRUPT') throw await forkPastDamageError(error, sessionSource(harness, path), forkSelf);
       // The runtime's message is neutral; say it with this command's flags and the nearest seqs allowed.
       if (!HarnessError.is(error) || error.code !== 'FORK_INSIDE_TURN') throw error;
-      const self = `${selfWithGlobals(globals)} fork ${shellQuote(source)}`;
-      const message = await forkInsideTurnMessage(sessionSource(harness, path), options.at, { session: String(error.failure.sessionId ?? source), retry: (seq) => `\`${self} --at ${seq}\`` });
+      const message = await forkInsideTurnMessage(sessionSource(harness, path), atSeq, {
+        session: String(error.failure.sessionId ?? source),
+        retry: (seq) => `\`${forkSelf} --at ${seq}\``,
+        ...(options.at === undefined ? { atEnd: true } : {}),
+      });
       throw new HarnessError('FORK_INSIDE_TURN', message, { details: { ...error.failure, path } });
     }
     const { journal, repairs } = forked;

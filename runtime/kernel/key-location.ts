@@ -6,7 +6,10 @@
  * (`key:`, `"key":` or `'key':` right after `{` or `,`), skipping comments, strings and template
  * literals. It is a scan, not a parse (no compiler is needed at run time): a location is given only
  * when the key is written exactly once, and never guessed when it is not.
+ *
+ * And where a syntax error is that tsx's compiler (esbuild) reported: {@link syntaxErrorOf}.
  */
+import { readFileSync } from 'node:fs';
 
 /** A 1-based line and column in a source text. */
 export interface SourcePosition {
@@ -133,4 +136,58 @@ function positionOf(source: string, index: number): SourcePosition {
     lineStart = k + 1;
   }
   return { line, column: index - lineStart + 1 };
+}
+
+/**
+ * The 1-based column, in characters as an editor counts them (UTF-16 code units), of a 0-based
+ * byte offset into `lineText` — what esbuild (tsx's compiler) reports as a location's column.
+ */
+export function columnOfByteOffset(lineText: string, byteOffset: number): number {
+  return Buffer.from(lineText, 'utf8').subarray(0, byteOffset).toString('utf8').length + 1;
+}
+
+/** A syntax error tsx could not compile, as {@link transformErrorAt} reads it off the message. */
+export interface TransformErrorLocation extends SourcePosition {
+  /** The file esbuild names. */
+  readonly file: string;
+  /** What is wrong there (`Expected "]" but found "}"`). */
+  readonly text: string;
+}
+
+/**
+ * The first error of tsx's `TransformError` message (`Transform failed with 1 error:\n<file>:3:20: ERROR: <text>`),
+ * whose column is esbuild's: 0-based and in bytes. `source` is that file's text: the column becomes
+ * 1-based characters, as every other `file:line:col` of Harness (without it, only 1-based).
+ * Undefined for any other message.
+ */
+export function transformErrorAt(message: string, source: string | undefined): TransformErrorLocation | undefined {
+  const match = /^Transform failed with \d+ errors?:\n(.+?):(\d+):(\d+): ERROR: (.*)$/m.exec(message);
+  if (match === null) return undefined;
+  const line = Number(match[2]);
+  const byteOffset = Number(match[3]);
+  const lineText = source?.split(/\r?\n/)[line - 1];
+  return { file: match[1]!, text: match[4]!, line, column: lineText === undefined ? byteOffset + 1 : columnOfByteOffset(lineText, byteOffset) };
+}
+
+/**
+ * Where tsx's compiler found the syntax error behind `cause` (a `TransformError`), 1-based in
+ * characters (the file is read to count them), or undefined for any other error.
+ */
+export function syntaxErrorOf(cause: unknown): TransformErrorLocation | undefined {
+  if (!(cause instanceof Error) || cause.name !== 'TransformError') return undefined;
+  const found = transformErrorAt(cause.message, undefined);
+  if (found === undefined) return undefined;
+  let source: string | undefined;
+  try {
+    source = readFileSync(found.file, 'utf8');
+  } catch {
+    source = undefined;
+  }
+  return transformErrorAt(cause.message, source);
+}
+
+/** `cause`'s message, with a syntax error's location said 1-based (and left out when it is in `file`, whose location goes in the error's details). */
+export function causeMessage(cause: unknown, syntax: TransformErrorLocation | undefined, file: string): string {
+  if (syntax !== undefined) return syntax.file === file ? syntax.text : `${syntax.file}:${syntax.line}:${syntax.column}: ${syntax.text}`;
+  return cause instanceof Error ? cause.message : String(cause);
 }

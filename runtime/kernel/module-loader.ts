@@ -17,6 +17,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve as resolveEsm } from 'import-meta-resolve';
 import { HarnessError } from './errors.ts';
+import { causeMessage, syntaxErrorOf } from './key-location.ts';
 
 let hooksRegistered = false;
 let generationCounter = 0;
@@ -62,8 +63,11 @@ export async function importGeneration(path: string): Promise<Record<string, unk
     }
   } catch (error) {
     // A missing plugin file: Node's message would name this loader as the importer, not the config.
-    const reason = existsSync(path) ? (error instanceof Error ? error.message : String(error)) : 'no such file; check the module path of this plugin in the config';
-    throw new HarnessError('PLUGIN_IMPORT_FAILED', `Could not import plugin module ${path}: ${reason}`, { cause: error, details: { path } });
+    // A syntax error tsx could not compile: its location 1-based (esbuild's message has a 0-based column in bytes), in the details when it is in this file.
+    const syntax = syntaxErrorOf(error);
+    const reason = existsSync(path) ? causeMessage(error, syntax, path) : 'no such file; check the module path of this plugin in the config';
+    const at = syntax?.file === path ? { line: syntax.line, column: syntax.column } : {};
+    throw new HarnessError('PLUGIN_IMPORT_FAILED', `Could not import plugin module ${path}: ${reason}`, { cause: error, details: { path, ...at } });
   }
 }
 
