@@ -220,7 +220,8 @@ export async function scanJournal(from: string | LineSource, options: ScanOption
       headerLine = line;
       keptBytes = line.end;
       folder = new Folder(initialState(header.id));
-      return;
+      // Seq 0 keeps no event: stop before seq 1 is read (and folded).
+      return options.stopAtSeq !== undefined && options.stopAtSeq <= 0 ? false : undefined;
     }
     if (pendingBad !== undefined) {
       corrupt(pendingBad);

@@ -534,6 +534,20 @@ describe('replay: read, fork, list', () => {
     expect((await codeOf(forkSession('source', { dataDir: data.dir, atSeq: 10_000 }))).code).toBe('FORK_OUT_OF_RANGE');
   });
 
+  it('forks at seq 0: no event, when seq 1 opens a turn', async () => {
+    const source = await newJournal({ id: 'starts-in-a-turn' });
+    await completeTurn(source, 1);
+    await source.close();
+    const { journal: fork, repairs } = await forkSession('starts-in-a-turn', { dataDir: data.dir, atSeq: 0, id: 'empty-fork' });
+    open.push(fork);
+    expect(repairs.syntheticEvents).toEqual([]);
+    expect(fork.header.parent).toEqual({ sessionId: 'starts-in-a-turn', seq: 0 });
+    expect(fork.lastSeq).toBe(0);
+    expect(fork.state.turnCount).toBe(0);
+    await fork.close();
+    expect(await readAll(fork.path)).toEqual([]);
+  });
+
   it('lists sessions with title, turn count, token totals and last update, newest first', async () => {
     let clock = 1000;
     const a = await newJournal({ id: 'a', now: () => clock++ });
