@@ -7,10 +7,12 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fixturesDir } from '../support/fixture-server.ts';
 
 export const projectRoot = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 export const bin = join(projectRoot, 'bin/harness.js');
-export const dshRoot = resolve(projectRoot, '../shared/fixtures/dsh-sessions');
+/** The DeepSeek Harness journals of the shared fixtures (`$HARNESS_FIXTURES_DIR`, else `../shared/fixtures`). */
+export const dshRoot = join(fixturesDir, 'dsh-sessions');
 
 export interface Result {
   readonly code: number | null;

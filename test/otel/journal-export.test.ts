@@ -10,9 +10,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { defineTool, importDshSession, readJournal, z, type AnySessionEvent } from '../../runtime/index.ts';
 import { exportJournalTraces } from '../../plugins/otel/index.ts';
 import { createTestHarness, runTurn, type TestHarness } from '../../testing/index.ts';
+import { fixturesDir } from '../support/fixture-server.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './receiver.ts';
 
-const DSH = join(import.meta.dirname, '../../../shared/fixtures/dsh-sessions');
+const DSH = join(fixturesDir, 'dsh-sessions');
 
 /** Every `session.jsonl` of the fixtures (their subagent children are sessions of their own). */
 function dshSessions(): string[] {

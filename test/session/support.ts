@@ -7,10 +7,12 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AnySessionEvent, Message, SessionEvent } from '../../runtime/index.ts';
+import { fixturesDir } from '../support/fixture-server.ts';
 
 export const sessionTestDir = dirname(fileURLToPath(import.meta.url));
 export const projectRoot = resolve(sessionTestDir, '..', '..');
-export const fixturesRoot = resolve(projectRoot, '../shared/fixtures');
+/** The shared fixtures (`$HARNESS_FIXTURES_DIR`, else `<projectRoot>/../shared/fixtures`). */
+export const fixturesRoot = fixturesDir;
 export const dshRoot = join(fixturesRoot, 'dsh-sessions');
 
 /** Every DeepSeek Harness session file under the fixtures, sorted (relative names for test titles). */
