@@ -278,7 +278,11 @@ export async function floorContender(served: Served): Promise<{ consume: Record<
         const deltas = event.choices[0]?.delta?.tool_calls;
         if (deltas !== undefined) {
           for (const delta of deltas) {
-            const call = (calls[delta.index] ??= { id: '', name: '', arguments: '' });
+            let call = calls[delta.index];
+            if (call === undefined) {
+              call = { id: '', name: '', arguments: '' };
+              calls[delta.index] = call;
+            }
             if (delta.id) call.id = delta.id;
             if (delta.function?.name) call.name = delta.function.name;
             if (delta.function?.arguments) call.arguments += delta.function.arguments;

@@ -613,7 +613,10 @@ export class AgentSession {
           approve,
           // One hop per level: the child's own origin (its children) goes after the child's id.
           onForward: (event, hop) => channel?.push(Object.freeze({ ...event, origin: [hop, ...(event.origin ?? [])] }) as ForwardedEvent),
-          onOutput: (text) => emit((masked ??= secrets().stream()).push(text)),
+          onOutput: (text) => {
+            masked ??= secrets().stream();
+            emit(masked.push(text));
+          },
         }),
       );
     } catch (error) {
