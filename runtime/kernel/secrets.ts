@@ -108,37 +108,46 @@ export class SecretRedactor {
    */
   redactValue<T>(value: T): T {
     if (this.secrets.length === 0) return value;
-    return this.walk(value, new Set()) as T;
+    return this.walk(value, new Map()) as T;
   }
 
-  private walk(value: unknown, seen: Set<object>): unknown {
+  /**
+   * The copying walk. `done` maps each object visited to what it became, so a value reached twice
+   * (shared by two branches) is masked at both places; an object met again while it is still being
+   * walked (a cycle) is left as it is — the journal refuses cycles anyway.
+   */
+  private walk(value: unknown, done: Map<object, unknown>): unknown {
     if (typeof value === 'string') return this.redact(value);
-    if (typeof value !== 'object' || value === null || seen.has(value)) return value;
-    seen.add(value);
+    if (typeof value !== 'object' || value === null) return value;
+    if (done.has(value)) return done.get(value);
+    done.set(value, value);
+    let result: unknown = value;
     if (Array.isArray(value)) {
       let out: unknown[] | undefined;
       for (let i = 0; i < value.length; i++) {
-        const next = this.walk(value[i], seen);
+        const next = this.walk(value[i], done);
         if (next !== value[i]) {
           out ??= value.slice();
           out[i] = next;
         }
       }
-      return out ?? value;
-    }
-    if (Object.getPrototypeOf(value) !== Object.prototype && Object.getPrototypeOf(value) !== null) return value;
-    let out: Record<string, unknown> | undefined;
-    for (const key of Object.keys(value)) {
-      const item = (value as Record<string, unknown>)[key];
-      const next = this.walk(item, seen);
-      const maskedKey = this.redact(key);
-      if (next !== item || maskedKey !== key) {
-        out ??= { ...(value as Record<string, unknown>) };
-        if (maskedKey !== key) delete out[key];
-        out[maskedKey] = next;
+      result = out ?? value;
+    } else if (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null) {
+      let out: Record<string, unknown> | undefined;
+      for (const key of Object.keys(value)) {
+        const item = (value as Record<string, unknown>)[key];
+        const next = this.walk(item, done);
+        const maskedKey = this.redact(key);
+        if (next !== item || maskedKey !== key) {
+          out ??= { ...(value as Record<string, unknown>) };
+          if (maskedKey !== key) delete out[key];
+          out[maskedKey] = next;
+        }
       }
+      result = out ?? value;
     }
-    return out ?? value;
+    done.set(value, result);
+    return result;
   }
 }
 
