@@ -11,6 +11,11 @@
  */
 import { formatWithOptions } from 'node:util';
 
+/** Nesting below which {@link SecretRedactor.redactValue}'s check answers by itself (deeper: the copying walk). */
+const CHECK_DEPTH = 64;
+/** Containers the check visits at most (a tool call's records hold tens; a 2,000-call message ~10,000). */
+const CHECK_NODES = 100_000;
+
 /** Values shorter than this are not secrets worth masking (they would mask ordinary text). */
 export const MIN_SECRET_LENGTH = 8;
 
@@ -39,7 +44,10 @@ export class SecretRedactor {
     if (typeof value !== 'string' || value.length < MIN_SECRET_LENGTH || this.known.has(value)) return;
     this.known.add(value);
     // Longest first: a value that contains another is masked whole.
-    this.secrets = [...this.secrets, { value, label: `[redacted ${name}]`, json: JSON.stringify(value).slice(1, -1) }].sort((a, b) => b.value.length - a.value.length);
+    // The same string when the JSON form is the value: `json !== value` is then a pointer compare,
+    // not a compare of two equal strings (~70 ns each, on every string of every record).
+    const json = JSON.stringify(value).slice(1, -1);
+    this.secrets = [...this.secrets, { value, label: `[redacted ${name}]`, json: json === value ? value : json }].sort((a, b) => b.value.length - a.value.length);
   }
 
   /** Registers the secret-named variables of `env` (default `process.env`). */
@@ -108,7 +116,46 @@ export class SecretRedactor {
    */
   redactValue<T>(value: T): T {
     if (this.secrets.length === 0) return value;
+    this.checkBudget = CHECK_NODES;
+    if (!this.mayHold(value, 0)) return value;
     return this.walk(value, new Map()) as T;
+  }
+
+  /** Containers {@link mayHold} may still visit in this check. */
+  private checkBudget = 0;
+
+  /**
+   * False only when no string or key in `value` holds a known value: the check every journaled
+   * record goes through (several per tool call), so it allocates nothing — no Set of visited
+   * objects, no key arrays. Past {@link CHECK_DEPTH} or {@link CHECK_NODES} containers (which a
+   * cycle, or a value shared many times over, reaches) it answers true and the copying walk, which
+   * visits each object once, decides.
+   */
+  private mayHold(value: unknown, depth: number): boolean {
+    if (typeof value === 'string') return this.holdsForm(value);
+    if (typeof value !== 'object' || value === null) return false;
+    if (depth === CHECK_DEPTH || --this.checkBudget < 0) return true;
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) if (this.mayHold(value[i], depth + 1)) return true;
+      return false;
+    }
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) return false; // the walk leaves instances as they are
+    // for-in, not Object.keys (no array); an inherited enumerable key can only add a false alarm.
+    for (const key in value) {
+      if (this.holdsForm(key) || this.mayHold((value as Record<string, unknown>)[key], depth + 1)) return true;
+    }
+    return false;
+  }
+
+  /** True when `text` holds a known value or its JSON form (what {@link redact} would change). */
+  private holdsForm(text: string): boolean {
+    const secrets = this.secrets;
+    for (let i = 0; i < secrets.length; i++) {
+      const secret = secrets[i]!;
+      if (text.includes(secret.value) || (secret.json !== secret.value && text.includes(secret.json))) return true;
+    }
+    return false;
   }
 
   /**
