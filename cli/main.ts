@@ -270,6 +270,15 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
 const FILE_SYSTEM_CODES = /^E[A-Z]+$/;
 
 /**
+ * What goes before the caret under `lineText`'s character `column` (0-based, in characters): the
+ * line's tabs where it has them, a space for anything else — so the caret lands under the character
+ * however wide the terminal shows a tab.
+ */
+function caretPad(lineText: string, column: number): string {
+  return printable(Array.from(lineText).slice(0, column).join('')).replace(/[^\t]/g, ' ');
+}
+
+/**
  * `error CODE: message` (plus the `file:line:col` of a config or plugin that does not load, and a
  * `hint:` line) for a HarnessError or a file-system error; message (stack with --debug) otherwise.
  * Returns 1.
@@ -285,7 +294,7 @@ export async function reportError(error: unknown, io: Io, globals: GlobalOptions
     if (where) {
       // A located schema issue's line already ends with its file:line:col: then only the line is shown.
       if (!message.includes(where.at)) io.err.write(`  at ${where.at}\n`);
-      if (where.lineText !== undefined) io.err.write(`${c.dim(`  │ ${printable(where.lineText)}`)}\n${c.dim(`  │ ${' '.repeat(where.column ?? 0)}^`)}\n`);
+      if (where.lineText !== undefined) io.err.write(`${c.dim(`  │ ${printable(where.lineText)}`)}\n${c.dim(`  │ ${caretPad(where.lineText, where.column ?? 0)}^`)}\n`);
     }
     const hint = hintFor(error, { globals, ...(openedDataDir ? { dataDir: openedDataDir } : {}) });
     if (hint) io.err.write(`${c.dim(`hint: ${hint}`)}\n`);

@@ -69,4 +69,12 @@ describe('a config syntax error: file:line:col, 1-based, once', { timeout: 120_0
     const column = '  setup() { return [ '.length + 1; // the `}` where `]` belongs
     expect(lines(result.stderr).slice(0, 2)).toEqual([`error PLUGIN_IMPORT_FAILED: Could not import plugin module ${plugin}: Unexpected "}"`, `  at ${plugin}:3:${column}`]);
   });
+  it("a tab-indented line: the caret keeps the line's tabs, so it lands under the character at any tab width", async () => {
+    const line = '\t\t{ module: "x" } }';
+    const column = line.lastIndexOf('}') + 1; // 19: the second `}`
+    const config = configWith('tabs.config.ts', line);
+    const result = await harness(['run', 'Hello', '--config', config, '--cwd', demo], { home });
+    expect(result.code).toBe(1);
+    expect(lines(result.stderr).slice(1, 4)).toEqual([`  at ${config}:3:${column}`, `  │ ${line}`, `  │ \t\t${' '.repeat(column - 3)}^`]);
+  });
 });
