@@ -179,7 +179,7 @@ export type { SessionState, PendingToolCall, SessionJournal, AppendOptions, Repa
 export { registerEventType, type EventReducer, type EventTypeOptions, type Surface } from './session/registry.ts';
 export { foldEvents, stateAt } from './session/fold.ts';
 export { checkTraceContext, type TraceContext, type TraceContextCheck } from './session/trace-context.ts';
-export { readJournal, readJournalHeader, openSession, type ReadJournalOptions, type OpenedSession, type OpenSessionOptions, type SkippedLine } from './session/reader.ts';
+export { readJournal, readJournalHeader, openSession, type ReadJournalOptions, type OpenedSession, type OpenSessionOptions, type SeqGap, type SkippedLine } from './session/reader.ts';
 export {
   childSessionIndex,
   forkSession,

@@ -15,6 +15,7 @@ import {
   type ChildSessionIndex,
   type Harness,
   type OpenedSession,
+  type SeqGap,
   type SessionHeader,
   type SessionState,
 } from '../../runtime/index.ts';
@@ -100,7 +101,14 @@ async function transcript(harness: Harness, path: string, options: ReplayOptions
   const header = await sessionHeader(harness, path);
   const skipped: string[] = [];
   const onSkip = (line: { lineNumber: number; reason: string }) => skipped.push(`line ${line.lineNumber}: ${line.reason}`);
-  const events = readJournal(sessionSource(harness, path), { ...(options.salvage ? { salvage: true } : {}), onSkip });
+  // Seqs a salvage read found missing (a line removed or lost): said like a skipped line.
+  const missing: string[] = [];
+  let missingCount = 0;
+  const onGap = (gap: SeqGap) => {
+    missingCount += gap.toSeq - gap.fromSeq + 1;
+    missing.push(`${gap.toSeq === gap.fromSeq ? `seq ${gap.fromSeq}` : `seqs ${gap.fromSeq}–${gap.toSeq}`} (before line ${gap.lineNumber})`);
+  };
+  const events = readJournal(sessionSource(harness, path), { ...(options.salvage ? { salvage: true } : {}), onSkip, onGap });
   if (options.json) {
     io.out.write(`${JSON.stringify(header)}\n`);
     for await (const event of events) io.out.write(`${JSON.stringify(event)}\n`);
@@ -123,10 +131,15 @@ async function transcript(harness: Harness, path: string, options: ReplayOptions
     const childUsage = children.usage();
     const rolled = Object.keys(childUsage).length > 0 ? ` · subagents ${formatUsage(childUsage)}` : '';
     // A salvage read says how many lines it left out (each is listed on stderr below).
-    const left = skipped.length > 0 ? ` (${skipped.length} corrupt line${skipped.length === 1 ? '' : 's'} skipped)` : '';
+    const notes = [
+      ...(skipped.length > 0 ? [`${skipped.length} corrupt line${skipped.length === 1 ? '' : 's'} skipped`] : []),
+      ...(missingCount > 0 ? [`${missingCount} seq${missingCount === 1 ? '' : 's'} missing`] : []),
+    ];
+    const left = notes.length > 0 ? ` (${notes.join(', ')})` : '';
     io.out.write(`\n${io.c.dim(`${eventCount} event${eventCount === 1 ? '' : 's'}${left} · ${turns} turn${turns === 1 ? '' : 's'} · ${formatUsage(usage)}${rolled}`)}\n`);
   }
   for (const line of skipped) io.err.write(io.c.yellow(`skipped ${printable(line)}\n`));
+  for (const gap of missing) io.err.write(io.c.yellow(`missing ${gap}\n`));
   return 0;
 }
 

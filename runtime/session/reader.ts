@@ -238,7 +238,7 @@ export async function scanJournal(from: string | LineSource, options: ScanOption
     }
     const expected = lastSeq + 1;
     if (parsed.seq !== expected && !(salvage && parsed.seq > lastSeq)) {
-      pendingBad = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: `seq ${parsed.seq} where ${expected} was expected` };
+      pendingBad = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: seqProblem(parsed.seq, expected) };
       // A seq error is never a torn write: report it at once.
       corrupt(pendingBad);
       pendingBad = undefined;
@@ -339,6 +339,25 @@ export interface ReadJournalOptions {
   readonly salvage?: boolean;
   /** Told about every line left out: a torn tail, or a line a salvage read skipped. */
   readonly onSkip?: (line: SkippedLine) => void;
+  /**
+   * Told when a salvage read finds seqs missing (a line removed or lost): seqs `fromSeq`..`toSeq`
+   * (inclusive) are not in the file, and line `lineNumber` holds seq `toSeq + 1`. Nothing is
+   * skipped for it — the events around the hole are read.
+   */
+  readonly onGap?: (gap: SeqGap) => void;
+}
+
+/** Seqs a journal lacks: `fromSeq`..`toSeq` inclusive, before line `lineNumber` (see `ReadJournalOptions.onGap`). */
+export interface SeqGap {
+  readonly lineNumber: number;
+  readonly fromSeq: number;
+  readonly toSeq: number;
+}
+
+/** Why a line's seq does not follow: seqs missing before it, or a seq that goes back. */
+function seqProblem(seq: number, expected: number): string {
+  if (seq < expected) return `seq ${seq} where ${expected} was expected`;
+  return `${seq === expected + 1 ? `seq ${expected} is` : `seqs ${expected}–${seq - 1} are`} missing: this line holds seq ${seq} where ${expected} was expected`;
 }
 
 /**
@@ -355,8 +374,11 @@ export async function* readJournal(from: string | LineSource, options: ReadJourn
   let lastSeq = (source.fromSeq ?? 1) - 1;
   let pendingBad: SkippedLine | undefined;
   let tornTail: SkippedLine | undefined;
-  const corrupt = (bad: SkippedLine): void => {
+  /** Lines a salvage read skipped since the last event read: each held a seq, so a gap that size is no hole. */
+  let skippedSinceEvent = 0;
+  const corrupt = (bad: SkippedLine, holdsNextSeq = true): void => {
     if (salvage) {
+      if (holdsNextSeq) skippedSinceEvent++;
       options.onSkip?.(bad);
       return;
     }
@@ -385,13 +407,20 @@ export async function* readJournal(from: string | LineSource, options: ReadJourn
           pendingBad = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: parsed };
           continue;
         }
-        if (parsed.seq !== lastSeq + 1 && !(salvage && parsed.seq > lastSeq)) {
-          corrupt({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: `seq ${parsed.seq} where ${lastSeq + 1} was expected` });
-          continue;
+        if (parsed.seq !== lastSeq + 1) {
+          if (!(salvage && parsed.seq > lastSeq)) {
+            corrupt({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: seqProblem(parsed.seq, lastSeq + 1) }, false); // a seq gone back fills no hole
+            continue;
+          }
+          // Seqs the skipped lines held are not missing (their lines were said); what is left is a hole.
+          if (parsed.seq - 1 - lastSeq > skippedSinceEvent) options.onGap?.({ lineNumber: line.lineNumber, fromSeq: lastSeq + 1 + skippedSinceEvent, toSeq: parsed.seq - 1 });
         }
+        // From here the line's seq is known and in order: the hole count starts again after it.
+        skippedSinceEvent = 0;
         const shape = shapeProblem(parsed.type, parsed.data);
         if (shape !== undefined) {
-          corrupt({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: shape });
+          corrupt({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: shape }, false);
+          lastSeq = parsed.seq; // (salvage: else corrupt threw) its seq was said with the skip, not missing
           continue;
         }
         lastSeq = parsed.seq;
@@ -431,7 +460,10 @@ export function assertForkComplete(path: string, header: SessionHeader, lastSeq:
 function corruptError(path: string, bad: SkippedLine): HarnessError {
   return new HarnessError(
     'JOURNAL_CORRUPT',
-    `${path}:${bad.lineNumber}: corrupt journal line (${bad.reason}).${bad.reason.startsWith('"data"') ? ' A complete line of the wrong shape' : ' Lines after it exist, so this'} is not a torn tail. The file was left as it is; a salvage read skips the line.`,
+    bad.reason.includes(' missing: ')
+      ? // A hole, not a bad line: the line read is fine and a salvage read keeps it.
+        `${path}:${bad.lineNumber}: the journal has a hole (${bad.reason}; a line was removed or lost). The file was left as it is; a salvage read goes on past the hole.`
+      : `${path}:${bad.lineNumber}: corrupt journal line (${bad.reason}).${bad.reason.startsWith('"data"') ? ' A complete line of the wrong shape' : ' Lines after it exist, so this'} is not a torn tail. The file was left as it is; a salvage read skips the line.`,
     { details: { path, line: bad.lineNumber, reason: bad.reason, salvageable: true } },
   );
 }

@@ -107,6 +107,20 @@ describe('npm start', { timeout: 180_000 }, () => {
     expect(salvaged.stderr).toContain('skipped line 10');
   });
 
+  it('a journal with a line removed: the error names the hole, not a corrupt line; --salvage reads on and says which seqs are missing', async () => {
+    const holed = join(home.dir, 'holed.jsonl');
+    const lines = readFileSync(journal, 'utf8').split('\n');
+    lines.splice(4, 2); // lines 5 and 6: seqs 4 and 5
+    writeFileSync(holed, lines.join('\n'));
+    const refused = await harness(['replay', holed], opts());
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`error JOURNAL_CORRUPT: ${holed}:5: the journal has a hole (seqs 4–5 are missing: this line holds seq 6 where 4 was expected; a line was removed or lost).`);
+    const salvaged = await harness(['replay', holed, '--salvage'], opts());
+    expect(salvaged.code).toBe(0);
+    expect(salvaged.stderr).toBe('missing seqs 4–5 (before line 5)\n');
+    expect(salvaged.stdout).toMatch(new RegExp(`\\n${lines.filter((line) => line !== '').length - 1} events \\(2 seqs missing\\) · `));
+  });
+
   it('--verify catches a message that no longer matches its chunks, an unanswered tool call and a bad header', async () => {
     const events = readEvents(journal);
     const header = readFileSync(journal, 'utf8').split('\n')[0]!;
