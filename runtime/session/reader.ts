@@ -196,13 +196,13 @@ export async function scanJournal(from: string | LineSource, options: ScanOption
   let lastSeq = 0;
   let eventCount = 0;
   let keptBytes = 0;
-  let pendingBad: SkippedLine | undefined;
+  let pendingBad: BadLine | undefined;
   let tornTail: SkippedLine | undefined;
   let liveCall: LiveCall | undefined;
   let openTurnSeq: number | undefined;
   const skipped: SkippedLine[] = [];
 
-  const corrupt = (bad: SkippedLine): void => {
+  const corrupt = (bad: BadLine): void => {
     if (salvage) {
       skipped.push(bad);
       return;
@@ -238,7 +238,7 @@ export async function scanJournal(from: string | LineSource, options: ScanOption
     }
     const expected = lastSeq + 1;
     if (parsed.seq !== expected && !(salvage && parsed.seq > lastSeq)) {
-      pendingBad = { lineNumber: line.lineNumber, start: line.start, end: line.end, reason: seqProblem(parsed.seq, expected) };
+      pendingBad = seqProblem(line, parsed.seq, expected);
       // A seq error is never a torn write: report it at once.
       corrupt(pendingBad);
       pendingBad = undefined;
@@ -354,10 +354,15 @@ export interface SeqGap {
   readonly toSeq: number;
 }
 
-/** Why a line's seq does not follow: seqs missing before it, or a seq that goes back. */
-function seqProblem(seq: number, expected: number): string {
-  if (seq < expected) return `seq ${seq} where ${expected} was expected`;
-  return `${seq === expected + 1 ? `seq ${expected} is` : `seqs ${expected}–${seq - 1} are`} missing: this line holds seq ${seq} where ${expected} was expected`;
+/** A line {@link corruptError} reports: `hole` when seqs are missing before it (the line itself is fine). */
+type BadLine = SkippedLine & { readonly hole?: true };
+
+/** The line whose seq does not follow: seqs missing before it (a hole), or a seq that goes back. */
+function seqProblem(line: RawLine, seq: number, expected: number): BadLine {
+  const at = { lineNumber: line.lineNumber, start: line.start, end: line.end };
+  if (seq < expected) return { ...at, reason: `seq ${seq} where ${expected} was expected` };
+  const missing = seq === expected + 1 ? `seq ${expected} is` : `seqs ${expected}–${seq - 1} are`;
+  return { ...at, reason: `${missing} missing: this line holds seq ${seq} where ${expected} was expected`, hole: true };
 }
 
 /**
@@ -376,7 +381,7 @@ export async function* readJournal(from: string | LineSource, options: ReadJourn
   let tornTail: SkippedLine | undefined;
   /** Lines a salvage read skipped since the last event read: each held a seq, so a gap that size is no hole. */
   let skippedSinceEvent = 0;
-  const corrupt = (bad: SkippedLine, holdsNextSeq = true): void => {
+  const corrupt = (bad: BadLine, holdsNextSeq = true): void => {
     if (salvage) {
       if (holdsNextSeq) skippedSinceEvent++;
       options.onSkip?.(bad);
@@ -409,7 +414,7 @@ export async function* readJournal(from: string | LineSource, options: ReadJourn
         }
         if (parsed.seq !== lastSeq + 1) {
           if (!(salvage && parsed.seq > lastSeq)) {
-            corrupt({ lineNumber: line.lineNumber, start: line.start, end: line.end, reason: seqProblem(parsed.seq, lastSeq + 1) }, false); // a seq gone back fills no hole
+            corrupt(seqProblem(line, parsed.seq, lastSeq + 1), false); // a seq gone back fills no hole
             continue;
           }
           // Seqs the skipped lines held are not missing (their lines were said); what is left is a hole.
@@ -457,10 +462,10 @@ export function assertForkComplete(path: string, header: SessionHeader, lastSeq:
   );
 }
 
-function corruptError(path: string, bad: SkippedLine): HarnessError {
+function corruptError(path: string, bad: BadLine): HarnessError {
   return new HarnessError(
     'JOURNAL_CORRUPT',
-    bad.reason.includes(' missing: ')
+    bad.hole === true
       ? // A hole, not a bad line: the line read is fine and a salvage read keeps it.
         `${path}:${bad.lineNumber}: the journal has a hole (${bad.reason}; a line was removed or lost). The file was left as it is; a salvage read goes on past the hole.`
       : `${path}:${bad.lineNumber}: corrupt journal line (${bad.reason}).${bad.reason.startsWith('"data"') ? ' A complete line of the wrong shape' : ' Lines after it exist, so this'} is not a torn tail. The file was left as it is; a salvage read skips the line.`,
