@@ -37,7 +37,7 @@ export async function forkInsideTurnMessage(path: string | LineSource, atSeq: nu
   const noEnd = damagedLine !== undefined ? `the journal is damaged from line ${damagedLine}, before the turn's end` : 'the turn has no end yet';
   const nearest = after !== undefined ? `seq ${before} (before it) or seq ${after} (its end)` : `seq ${before} (before it; ${noEnd})`;
   const tries = [how.retry(before), ...(after !== undefined ? [how.retry(after)] : [])].join(' or ');
-  return `Seq ${atSeq} of session ${how.session}${how.atEnd ? ' (its last event)' : ''} is ${where}: a fork there would cut a turn in half. The nearest seqs allowed are ${nearest}: ${tries}${how.closeTurn ? `; or ${how.closeTurn} to close the turn in the fork with synthetic events` : ''}.`;
+  return `Seq ${atSeq} of session ${how.session}${how.atEnd ? ' (its last event)' : ''} is ${where}: a fork there would cut a turn in half. ${after !== undefined ? 'The nearest seqs allowed are' : 'The nearest seq allowed is'} ${nearest}: ${tries}${how.closeTurn ? `; or ${how.closeTurn} to close the turn in the fork with synthetic events` : ''}.`;
 }
 
 /** The seq of a journal's last event (0 for none): where `harness fork` without `--at` forks. A torn tail is left out, as a fork leaves it out. */

@@ -32,9 +32,9 @@ export const EXIT_CODES = { done: 0, error: 1, usage: 2, interrupted: 130, SIGHU
 /** Error codes that mean "the command line is wrong" (exit 2, like the parser's own errors). */
 const USAGE_ERRORS: ReadonlySet<string> = new Set(['INVALID_ARGUMENTS', 'EMPTY_PROMPT', 'PROMPT_TOO_LARGE']);
 
-/** A seq: decimal digits only (`Number` would take "", "0x10", "1e2"), at most 2^53 - 1. */
+/** A seq: decimal digits only (`Number` would take "", "0x10", "1e2", " 35"; no trimming either), at most 2^53 - 1. */
 const positiveInt = (value: string): number => {
-  const n = /^\d+$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
   if (!Number.isSafeInteger(n)) throw new InvalidArgumentError('expected a whole number ≥ 0 in decimal digits (e.g. 12).');
   return n;
 };

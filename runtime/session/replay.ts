@@ -87,8 +87,13 @@ export async function forkSession(source: string, options: ForkOptions): Promise
         : state.compacting
           ? 'inside a compaction'
           : 'with unanswered tool calls';
-    const before = prefix.openTurnSeq !== undefined ? ` Fork at seq ${prefix.openTurnSeq - 1} (before that turn) or at the seq of its turn/end,` : '';
-    throw new HarnessError('FORK_INSIDE_TURN', `Seq ${atSeq} of session ${sourceHeader.id} is ${where}.${before} or fork with the open turn closed (synthetic events end it in the fork).`, {
+    // Only a seq the prefix proves works: the one before the open turn (the scan stopped at `atSeq`,
+    // so the turn's end — past it, maybe past damage — is not known here).
+    const fix =
+      prefix.openTurnSeq !== undefined
+        ? `Fork at seq ${prefix.openTurnSeq - 1} (the last seq before that turn), or pass closeOpenTurn: true to fork at seq ${atSeq} with synthetic events closing the turn in the fork.`
+        : `Pass closeOpenTurn: true to fork at seq ${atSeq} with synthetic events closing what is open there in the fork.`;
+    throw new HarnessError('FORK_INSIDE_TURN', `Seq ${atSeq} of session ${sourceHeader.id} is ${where}. ${fix}`, {
       details: { sessionId: sourceHeader.id, atSeq, ...(prefix.openTurnSeq !== undefined ? { turnStartSeq: prefix.openTurnSeq } : {}) },
     });
   }

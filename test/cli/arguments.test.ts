@@ -237,7 +237,8 @@ describe('flags', { timeout: 120_000 }, () => {
     const results = await Promise.all([
       harness(['frobnicate'], opts()),
       harness(['replay'], opts()),
-      ...['', '0x10', '1e2', '-1', '99999999999999999999'].map((at) => harness(['replay', journal, '--at', at, '--config', config], opts())),
+      ...['', '0x10', '1e2', '-1', '99999999999999999999', ' 35', '35 ', '35abc', '3.5'].map((at) => harness(['replay', journal, '--at', at, '--config', config], opts())),
+      ...[' 35', '35abc', '3.5', '-1', ''].map((at) => harness(['fork', journal, '--at', at], opts())),
     ]);
     const [unknown, missing, ...badSeqs] = results;
     expect(lines(unknown!.stderr)[0]).toBe("error INVALID_ARGUMENTS: unknown command 'frobnicate'");

@@ -50,6 +50,8 @@ describe('harness fork without --at', { timeout: 120_000 }, () => {
     expect(refused.stderr).toMatch(/^error FORK_INSIDE_TURN: /);
     expect(refused.stderr).toContain(`Seq ${inside} of session ${sessionIdOf(journal)} (its last event) is inside the turn that starts at seq ${start}`);
     expect(refused.stderr).toContain('\nhint: add --close-turn to fork there anyway');
+    // One seq named: singular.
+    expect(refused.stderr).toContain(`The nearest seq allowed is seq ${start - 1} (before it; the turn has no end yet)`);
     const tries = suggested(refused.stderr);
     expect(tries).toEqual([['fork', 'open-turn', '--at', String(start - 1)]]);
     const retried = await harness([...tries[0]!, '--id', 'before-turn'], opts());

@@ -534,6 +534,28 @@ describe('replay: read, fork, list', () => {
     expect((await codeOf(forkSession('source', { dataDir: data.dir, atSeq: 10_000 }))).code).toBe('FORK_OUT_OF_RANGE');
   });
 
+  it('FORK_INSIDE_TURN names only a seq that works, in one sentence: the seq before the turn, or closeOpenTurn', async () => {
+    const source = await newJournal({ id: 'inside-turn' });
+    await completeTurn(source, 1);
+    const boundary = source.lastSeq;
+    await completeTurn(source, 2);
+    await source.close();
+    // The line of turn 2's end is damaged: a message naming that seq would send the fork past the damage.
+    const lines = readFileSync(source.path, 'utf8').split('\n');
+    const endLine = lines.findLastIndex((line) => line.includes('"turn/end"'));
+    lines[endLine] = '{"not an event"';
+    writeFileSync(source.path, lines.join('\n'));
+    const inside = await codeOf(forkSession('inside-turn', { dataDir: data.dir, atSeq: boundary + 3, id: 'inside' }));
+    expect(inside.code).toBe('FORK_INSIDE_TURN');
+    expect(inside.message).toBe(
+      `Seq ${boundary + 3} of session inside-turn is inside turn 2 (started at seq ${boundary + 1}). Fork at seq ${boundary} (the last seq before that turn), or pass closeOpenTurn: true to fork at seq ${boundary + 3} with synthetic events closing the turn in the fork.`,
+    );
+    // The seq it names works.
+    const before = await forkSession('inside-turn', { dataDir: data.dir, atSeq: boundary, id: 'before' });
+    open.push(before.journal);
+    expect(before.journal.lastSeq).toBe(boundary);
+  });
+
   it('forks at seq 0: no event, when seq 1 opens a turn', async () => {
     const source = await newJournal({ id: 'starts-in-a-turn' });
     await completeTurn(source, 1);
