@@ -27,7 +27,6 @@ import { secrets } from '../kernel/secrets.ts';
 import type { AnySessionEvent, SessionEvent, SessionEventMap, SessionEventType, SessionHeader } from './events.ts';
 import { Folder } from './fold.ts';
 import { assertLosslessJson } from './json.ts';
-import { eventLine } from './line.ts';
 import { isIgnorableByDefault } from './registry.ts';
 import type { JournalLease } from './store.ts';
 import type { AppendOptions, SessionJournal, SessionState } from './types.ts';
@@ -391,4 +390,22 @@ function linesOf(queue: readonly (AnySessionEvent | RawRecord)[]): string[] {
     lines[i] = entry instanceof RawRecord ? entry.line : eventLine(entry);
   }
   return lines;
+}
+
+const typeFragments = new Map<string, string>();
+
+/** One record line, without `\n`. Key order: seq, type, atMs, data, ignorable. */
+export function eventLine(event: AnySessionEvent): string {
+  let fragment = typeFragments.get(event.type);
+  if (fragment === undefined) {
+    fragment = `,"type":${JSON.stringify(event.type)},"atMs":`;
+    if (typeFragments.size < 4096) typeFragments.set(event.type, fragment);
+  }
+  const atMs = Number.isFinite(event.atMs) ? String(event.atMs) : 'null';
+  return `{"seq":${event.seq}${fragment}${atMs},"data":${JSON.stringify(event.data)}${event.ignorable === true ? ',"ignorable":true}' : '}'}`;
+}
+
+/** One record line (with its `\n`), as every store holds it. Key order: seq, type, atMs, data, ignorable. */
+export function serializeEvent(event: AnySessionEvent): string {
+  return `${eventLine(event)}\n`;
 }
