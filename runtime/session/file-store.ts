@@ -54,6 +54,11 @@ class FileLease implements JournalLease {
     return writeAll(this.fd, Buffer.from(joinLines(lines), 'utf8'));
   }
 
+  /** The batch's bytes as one `write(2)` (short writes continue). */
+  writeBytes(_firstSeq: number, bytes: Uint8Array): Promise<void> {
+    return writeAll(this.fd, bytes);
+  }
+
   sync(): Promise<void> {
     return new Promise<void>((resolve, reject) => fsFsync(this.fd, (error) => (error ? reject(error) : resolve())));
   }

@@ -41,7 +41,7 @@ export function ensureDirectory(dir: string): void {
 }
 
 /** Writes the whole buffer at the file's position (short writes continue). */
-export function writeAll(fd: number, buffer: Buffer): Promise<void> {
+export function writeAll(fd: number, buffer: Uint8Array): Promise<void> {
   return new Promise((resolve, reject) => {
     let offset = 0;
     const step = (): void =>

@@ -66,6 +66,14 @@ export interface JournalLease {
    *   (`JOURNAL_WRITE_FAILED`).
    */
   write(firstSeq: number, lines: readonly string[]): Promise<void>;
+  /**
+   * Optional, what the journal uses instead of `write` when a store has it: the same batch already
+   * encoded — `bytes` is the UTF-8 of `lineCount` lines (seqs `firstSeq ..`), each ending in `\n`,
+   * exactly `Buffer.from(lines.map((line) => line + '\n').join(''))`. The bytes are a view of a
+   * buffer the journal reuses once the returned promise settles: copy them to keep them, and do not
+   * settle while they are still being read. Same contract and errors as `write`.
+   */
+  writeBytes?(firstSeq: number, bytes: Uint8Array, lineCount: number): Promise<void>;
   /** Makes every written batch durable (file store: fsync; a store that commits each write: nothing). */
   sync(): Promise<void>;
   /** Gives the lease up (idempotent). Writing afterwards fails. */

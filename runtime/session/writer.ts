@@ -6,9 +6,10 @@
  * assigns `seq`/`atMs`, deep-freezes, folds (into one {@link Folder}: O(1) per event, the frozen
  * state made when `state` is read; nothing for chunks) and queues the frozen event — no
  * serialisation, no store call, no await: the lines are made when the queue is written, in one warm
- * loop per write instead of one cold `JSON.stringify` per chunk. A background flush writes the
- * queue as one `lease.write` (the file store's one `write(2)`, the PostgreSQL store's one
- * transaction): on the next turn of the event loop after a quiet spell, then at most once per
+ * loop per write instead of one cold `JSON.stringify` per chunk — encoded straight into one pooled
+ * buffer (`record-bytes.ts`, no line strings) for a store with `lease.writeBytes`, as strings for
+ * `lease.write`. A background flush writes the queue as one `lease.writeBytes`/`lease.write` (the
+ * file store's one `write(2)`, the PostgreSQL store's one transaction): on the next turn of the event loop after a quiet spell, then at most once per
  * `flushIntervalMs` (100 ms) while appends keep coming — a stream's chunks share a write instead of
  * one write each — or at once when about 64 KiB are queued; `checkpoint()` writes everything queued
  * and makes it durable (`lease.sync`: fsync for files; a committed transaction already is).
@@ -27,6 +28,7 @@ import { secrets } from '../kernel/secrets.ts';
 import type { AnySessionEvent, SessionEvent, SessionEventMap, SessionEventType, SessionHeader } from './events.ts';
 import { Folder } from './fold.ts';
 import { assertLosslessJson } from './json.ts';
+import { RecordBytes } from './record-bytes.ts';
 import { isIgnorableByDefault } from './registry.ts';
 import type { JournalLease } from './store.ts';
 import type { AppendOptions, SessionJournal, SessionState } from './types.ts';
@@ -290,14 +292,14 @@ export class StoreJournal implements SessionJournal {
     const writing = (async () => {
       try {
         const batch = this.queue;
-        const lines = linesOf(batch);
-        const firstSeq = this.seq - lines.length + 1;
+        const firstSeq = this.seq - batch.length + 1;
         this.queue = [];
         this.queuedBytes = 0;
         this.lastWriteAtMs = performance.now();
-        await this.lease.write(firstSeq, lines);
+        if (this.lease.writeBytes === undefined) await this.lease.write(firstSeq, linesOf(batch));
+        else await this.writeBytes(this.lease.writeBytes, firstSeq, batch);
         this.writeCount++;
-        this.written(batch, firstSeq + lines.length - 1);
+        this.written(batch, firstSeq + batch.length - 1);
       } catch (error) {
         this.failure = error;
         this.bus?.report({ level: 'error', code: 'JOURNAL_WRITE_FAILED', source: 'session', message: `Writing ${this.path} failed: ${error instanceof Error ? error.message : String(error)}`, error });
@@ -313,6 +315,21 @@ export class StoreJournal implements SessionJournal {
     })();
     this.writing = writing;
     return writing;
+  }
+
+  /** A batch encoded straight into a pooled buffer (`record-bytes.ts`: no line strings), written by the lease. */
+  private async writeBytes(write: NonNullable<JournalLease['writeBytes']>, firstSeq: number, batch: readonly (AnySessionEvent | RawRecord)[]): Promise<void> {
+    const encoder = new RecordBytes(eventLine);
+    try {
+      for (let i = 0; i < batch.length; i++) {
+        const entry = batch[i]!;
+        if (entry instanceof RawRecord) encoder.raw(entry.line);
+        else encoder.event(entry);
+      }
+      await write.call(this.lease, firstSeq, encoder.bytes(), batch.length);
+    } finally {
+      encoder.release();
+    }
   }
 
   /** Emits `session/written` for a batch the lease wrote (once per write, never per event). */
