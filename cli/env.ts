@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pc from 'picocolors';
-import { secrets } from '../runtime/index.ts';
+import { CONFIG_FILE_NAMES, secrets } from '../runtime/index.ts';
 
 /** picocolors' colour functions (what `pc.createColors` returns). */
 export type Colors = ReturnType<typeof pc.createColors>;
@@ -33,8 +33,7 @@ export function cliVersion(): string {
   }
 }
 
-/** The names a project's config file may have, in the order they are looked for. */
-export const CONFIG_FILE_NAMES = ['harness.config.ts', 'harness.config.mts', 'harness.config.js', 'harness.config.mjs'] as const;
+export { CONFIG_FILE_NAMES };
 
 /**
  * The config a command loads, and why that one: `--config <path>`, else `$HARNESS_CONFIG`, else a

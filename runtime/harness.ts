@@ -288,11 +288,28 @@ export async function createHarness(options: CreateHarnessOptions = {}): Promise
   return harness;
 }
 
-/** Imports a config module through tsx. @throws HarnessError `CONFIG_NOT_FOUND`, `INVALID_CONFIG`. */
+/** The names a project's config file may have, in the order the CLI looks for them. */
+export const CONFIG_FILE_NAMES = ['harness.config.ts', 'harness.config.mts', 'harness.config.js', 'harness.config.mjs'] as const;
+
+/**
+ * Imports a config module through tsx.
+ * @throws HarnessError `CONFIG_NOT_FOUND` (no file there), `INVALID_CONFIG` (a directory, a module
+ *   that fails to load, no default export).
+ */
 export async function loadConfig(path: string): Promise<HarnessConfig> {
   const absolute = resolve(path);
-  if (!existsSync(absolute)) {
+  const info = statSync(absolute, { throwIfNoEntry: false });
+  if (info === undefined) {
     throw new HarnessError('CONFIG_NOT_FOUND', `No config file at ${absolute}. Create one that exports defineConfig({ plugins: [...] }) or pass another path with --config.`);
+  }
+  if (info.isDirectory()) {
+    // Not a guess at the file inside: the path says which config runs, so it names the file.
+    const inside = CONFIG_FILE_NAMES.map((name) => join(absolute, name)).find((file) => existsSync(file));
+    throw new HarnessError(
+      'INVALID_CONFIG',
+      `The config path ${absolute} is a directory; pass the config file itself${inside === undefined ? ` (a module that default-exports defineConfig({ plugins: [...] }), e.g. ${join(absolute, CONFIG_FILE_NAMES[0])})` : `: ${inside}`}.`,
+      { details: { configPath: absolute } },
+    );
   }
   let module: { default?: unknown };
   try {

@@ -148,6 +148,7 @@ export type { AgentSession, RunInput, TurnResult } from './agent/session.ts';
 export {
   defineConfig,
   createHarness,
+  CONFIG_FILE_NAMES,
   type HarnessConfig,
   type Harness,
   type HarnessPaths,

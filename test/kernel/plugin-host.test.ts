@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Diagnostic, Next } from '../../runtime/kernel/bus.ts';
@@ -359,6 +361,20 @@ export default defineConfig({ plugins: [], marker: HarnessError, version: 1 });
     const error = await caught(createHarness({ configPath: missing }));
     expect(error.code).toBe('CONFIG_NOT_FOUND');
     expect(error.message).toContain(missing);
+  });
+
+  it('INVALID_CONFIG for a directory, naming the config file in it when there is one', async () => {
+    const dir = join(tmp.dir, 'project');
+    mkdirSync(dir);
+    const empty = await caught(loadConfig(dir));
+    expect(empty.code).toBe('INVALID_CONFIG');
+    expect(empty.message).toBe(
+      `The config path ${dir} is a directory; pass the config file itself (a module that default-exports defineConfig({ plugins: [...] }), e.g. ${join(dir, 'harness.config.ts')}).`,
+    );
+    writeFileSync(join(dir, 'harness.config.mjs'), 'export default { plugins: [] };\n');
+    const withFile = await caught(loadConfig(dir));
+    expect(withFile.message).toBe(`The config path ${dir} is a directory; pass the config file itself: ${join(dir, 'harness.config.mjs')}.`);
+    expect(withFile.failure.configPath).toBe(dir);
   });
 
   it('a plugin failing to load unloads the ones loaded before it and rethrows', async () => {
