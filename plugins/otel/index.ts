@@ -35,7 +35,7 @@
  * Hot reload: spans of a turn that is running while the plugin is replaced are ended as
  * `PLUGIN_UNLOADED`; the new generation traces from the next turn on.
  */
-import { definePlugin, secrets, z, type SessionEventDelivery } from '../../runtime/index.ts';
+import { definePlugin, HarnessError, secrets, z, type SessionEventDelivery } from '../../runtime/index.ts';
 import { GenAiMetrics } from './metrics.ts';
 import { OtelPipeline, parentFromTraceparent, tracesUrl, type SpanStats } from './pipeline.ts';
 import { SessionTracer, type SessionTracerSummary } from './trace-builder.ts';
@@ -56,7 +56,11 @@ export interface OtelService {
    * open spans), `idleSessionCount` with only a summary between turns (at most `maxIdleSessions`).
    */
   sessionCounts(): { readonly tracingSessionCount: number; readonly idleSessionCount: number };
-  /** Exports what is queued now; false when it did not finish within `timeoutMs` (default the config's `shutdownTimeoutMs`). */
+  /**
+   * Exports what is queued now and waits for the exports under way; false when that did not finish
+   * (or failed) within `timeoutMs` ms (default the config's `shutdownTimeoutMs`; `Infinity`: no limit).
+   * @throws (rejects) HarnessError `INVALID_ARGUMENTS` for a `timeoutMs` that is negative or not a number.
+   */
   flush(timeoutMs?: number): Promise<boolean>;
 }
 
@@ -175,7 +179,16 @@ export default definePlugin({
       tracesUrl: url,
       stats: () => pipeline.stats(),
       sessionCounts: () => ({ tracingSessionCount: tracers.size, idleSessionCount: idle.size }),
-      flush: (timeoutMs = config.shutdownTimeoutMs) => pipeline.flush(timeoutMs),
+      flush: (timeoutMs = config.shutdownTimeoutMs) => {
+        if (typeof timeoutMs !== 'number' || !(timeoutMs >= 0)) {
+          return Promise.reject(
+            new HarnessError('INVALID_ARGUMENTS', `otel.flush(timeoutMs): timeoutMs must be a number of ms, 0 or more (Infinity: wait as long as it takes); got ${String(timeoutMs)}.`, {
+              details: { timeoutMs: String(timeoutMs) },
+            }),
+          );
+        }
+        return pipeline.flush(timeoutMs);
+      },
     });
     ctx.onDispose(async () => {
       for (const tracer of tracers.values()) tracer.close(Date.now(), 'PLUGIN_UNLOADED');

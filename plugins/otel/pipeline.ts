@@ -167,7 +167,17 @@ export class OtelPipeline {
   }
 }
 
+/** The longest delay `setTimeout` takes, ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 async function bounded(work: Promise<unknown>, timeoutMs: number): Promise<boolean> {
+  // No limit: setTimeout would take Infinity (or anything past 2^31 - 1 ms) as 1 ms.
+  if (timeoutMs > MAX_TIMER_MS) {
+    return work.then(
+      () => true,
+      () => false,
+    );
+  }
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(false), timeoutMs);

@@ -43,4 +43,21 @@ describe('otel flush', () => {
     expect(live.pendingCount).toBe(0);
     expect(live.spans.map((span) => span.name).sort()).toEqual(['chat test', 'invoke_agent harness', 'step']);
   });
+
+  it('takes Infinity as no limit, and rejects a negative or NaN timeout with INVALID_ARGUMENTS', async () => {
+    const live = await receiver();
+    live.answerAfter(300);
+    harness = await createTestHarness({
+      script: () => ({ text: 'Done.' }),
+      plugins: [{ plugin: otelPlugin, config: { endpoint: live.url, scheduledDelayMs: 60_000, metrics: false } }],
+    });
+    expect((await runTurn(harness, 'Say done.')).end.reason).toBe('completed');
+    const otel = harness.ctx.otel!;
+    for (const bad of [-1, Number.NaN, '5' as unknown as number]) {
+      await expect(otel.flush(bad)).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining(`got ${String(bad)}`) });
+    }
+    // setTimeout would fire an Infinity timeout after 1 ms: flush would say false before the late answer.
+    expect(await otel.flush(Number.POSITIVE_INFINITY)).toBe(true);
+    expect(live.spans.map((span) => span.name).sort()).toEqual(['chat test', 'invoke_agent harness', 'step']);
+  });
 });
