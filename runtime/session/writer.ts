@@ -9,10 +9,11 @@
  * loop per write instead of one cold `JSON.stringify` per chunk — encoded straight into one pooled
  * buffer (`record-bytes.ts`, no line strings) for a store with `lease.writeBytes`, as strings for
  * `lease.write`. A background flush writes the queue as one `lease.writeBytes`/`lease.write` (the
- * file store's one `write(2)`, the PostgreSQL store's one transaction): on the next turn of the event loop after a quiet spell, then at most once per
- * `flushIntervalMs` (100 ms) while appends keep coming — a stream's chunks share a write instead of
- * one write each — or at once when about 64 KiB are queued; `checkpoint()` writes everything queued
- * and makes it durable (`lease.sync`: fsync for files; a committed transaction already is).
+ * file store's one `write(2)`, the PostgreSQL store's one transaction): on the next turn of the
+ * event loop after a quiet spell, then at most once per `flushIntervalMs` (100 ms) while appends
+ * keep coming — a stream's chunks share a write instead of one write each — or at once when about
+ * 64 KiB are queued; `checkpoint()` writes everything queued and makes it durable (`lease.sync`:
+ * fsync for files; a committed transaction already is).
  * The loop checkpoints before a model call is dispatched, before a tool body runs and at turn end:
  * a crash loses at most what was appended since the last checkpoint (in the file store at most the
  * last line is torn).
