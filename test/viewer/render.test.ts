@@ -211,8 +211,9 @@ describe('marked events', { timeout: 60_000 }, () => {
     const marker = page.locator('.item.marker[data-tone="retry"]');
     await marker.waitFor();
     expect(await marker.innerText()).toMatch(/retry 1\/\d+ after \d+ ms/);
-    // The failed attempt and the retried reply are two items; only the second is the message.
-    expect(await page.locator('.item.msg.assistant').last().getAttribute('data-live')).toBeNull();
+    // The failed attempt and the retried reply are two items; only the second is the message. The
+    // marker can show before the reply's own assistant/message has loaded (a loaded machine): wait for it.
+    await expect.poll(() => page.locator('.item.msg.assistant').last().getAttribute('data-live'), { timeout: 15_000 }).toBeNull();
     await openViewer(page, s.url, `?session=${compaction}`);
     await page.locator('.item.marker[data-tone="compaction"]').first().waitFor();
     const labels = await page.locator('.item.marker[data-tone="compaction"] .who').allInnerTexts();
