@@ -46,6 +46,7 @@ for (let c = 0; c < 0x20; c++) ESCAPES[c] = `\\u00${HEX[c >> 4]}${HEX[c & 15]}`;
 Object.assign(ESCAPES, { 8: '\\b', 9: '\\t', 10: '\\n', 12: '\\f', 13: '\\r', 34: '\\"', 92: '\\\\' });
 
 const pool: Buffer[] = [];
+const EMPTY = Buffer.alloc(0);
 const typePrefixes = new Map<string, Buffer>();
 const SEQ = Buffer.from('{"seq":', 'latin1');
 const DATA = Buffer.from(',"data":', 'latin1');
@@ -71,19 +72,18 @@ export class RecordBytes {
   /** Appends an event's line and its `\n`. */
   event(event: AnySessionEvent): void {
     const start = this.offset;
-    this.ensure(64);
-    this.copy(SEQ);
-    this.number(event.seq);
     let prefix = typePrefixes.get(event.type);
     if (prefix === undefined) {
       prefix = Buffer.from(`,"type":${JSON.stringify(event.type)},"atMs":`, 'utf8');
       if (typePrefixes.size < 4096) typePrefixes.set(event.type, prefix);
     }
-    this.ensure(prefix.length + 32);
+    // One check for the record's head: seq and atMs take at most 32 bytes each.
+    this.ensure(SEQ.length + prefix.length + DATA.length + 64);
+    this.copy(SEQ);
+    this.number(event.seq);
     this.copy(prefix);
     if (Number.isFinite(event.atMs)) this.number(event.atMs);
     else this.ascii('null');
-    this.ensure(DATA.length);
     this.copy(DATA);
     if (!this.value(event.data, 0)) {
       this.offset = start;
@@ -110,7 +110,7 @@ export class RecordBytes {
   /** Gives the buffer back to the pool (the bytes must no longer be in use). */
   release(): void {
     if (this.buffer.length <= POOLED_MAX_BYTES && pool.length < POOL_SIZE) pool.push(this.buffer);
-    this.buffer = Buffer.alloc(0);
+    this.buffer = EMPTY;
     this.offset = 0;
   }
 
@@ -232,7 +232,7 @@ export class RecordBytes {
     this.offset = at;
   }
 
-  /** A finite number as `String(n)` writes it (room for 32 bytes already ensured). */
+  /** A finite number as `String(n)` writes it (room for 32 bytes already ensured: `String` writes at most 24). */
   private number(n: number): void {
     if (n >= 0 && n < 0x40000000 && (n | 0) === n) {
       this.smallInteger(n);
@@ -249,19 +249,18 @@ export class RecordBytes {
         this.smallInteger(rest);
         return;
       }
+      // A safe integer is below 2^53, so its high half is below 2^24.
       const high = Math.floor(rest / 1e9);
       const low = rest - high * 1e9;
-      if (high < 0x40000000) {
-        this.smallInteger(high);
-        let at = this.offset + 8;
-        for (let value = low; at >= this.offset; at--) {
-          const tenth = (value / 10) | 0;
-          this.buffer[at] = 0x30 + value - tenth * 10;
-          value = tenth;
-        }
-        this.offset += 9;
-        return;
+      this.smallInteger(high);
+      let at = this.offset + 8;
+      for (let value = low; at >= this.offset; at--) {
+        const tenth = (value / 10) | 0;
+        this.buffer[at] = 0x30 + value - tenth * 10;
+        value = tenth;
       }
+      this.offset += 9;
+      return;
     }
     this.ascii(String(n)); // fractions, exponents: what String writes (−0 is "0")
   }
