@@ -298,7 +298,12 @@ export const CONFIG_FILE_NAMES = ['harness.config.ts', 'harness.config.mts', 'ha
  */
 export async function loadConfig(path: string): Promise<HarnessConfig> {
   const absolute = resolve(path);
-  const info = statSync(absolute, { throwIfNoEntry: false });
+  let info: ReturnType<typeof statSync>;
+  try {
+    info = statSync(absolute, { throwIfNoEntry: false });
+  } catch {
+    info = undefined; // unreadable (EACCES, ENOTDIR…): as existsSync saw it, no config there
+  }
   if (info === undefined) {
     throw new HarnessError('CONFIG_NOT_FOUND', `No config file at ${absolute}. Create one that exports defineConfig({ plugins: [...] }) or pass another path with --config.`);
   }
