@@ -24,17 +24,23 @@ async function until(condition: () => boolean, what: string, timeoutMs = 10_000)
   }
 }
 
+/** A harness traced to `endpoint` (the batch timer every `scheduledDelayMs`) that has run one completed turn. */
+async function tracedTurn(endpoint: string, scheduledDelayMs: number): Promise<TestHarness> {
+  const traced = await createTestHarness({
+    script: () => ({ text: 'Done.' }),
+    plugins: [{ plugin: otelPlugin, config: { endpoint, scheduledDelayMs, metrics: false } }],
+  });
+  harness = traced; // disposed after the test even if the turn fails
+  expect((await runTurn(traced, 'Say done.')).end.reason).toBe('completed');
+  return traced;
+}
+
 describe('otel flush', () => {
   it('waits for an export the batch timer started and the collector has not answered yet', async () => {
     const live = await receiver();
     // The first request (the timer's) is answered 1.5 s late; later ones at once.
     live.answerAfter(1500);
-    harness = await createTestHarness({
-      script: () => ({ text: 'Done.' }),
-      plugins: [{ plugin: otelPlugin, config: { endpoint: live.url, scheduledDelayMs: 1, metrics: false } }],
-    });
-    const turn = await runTurn(harness, 'Say done.');
-    expect(turn.end.reason).toBe('completed');
+    harness = await tracedTurn(live.url, 1);
     await until(() => live.pendingCount > 0, 'the timer export to reach the receiver');
     live.answerAfter(0);
 
@@ -47,11 +53,7 @@ describe('otel flush', () => {
   it('takes Infinity as no limit, and rejects a negative or NaN timeout with INVALID_ARGUMENTS', async () => {
     const live = await receiver();
     live.answerAfter(300);
-    harness = await createTestHarness({
-      script: () => ({ text: 'Done.' }),
-      plugins: [{ plugin: otelPlugin, config: { endpoint: live.url, scheduledDelayMs: 60_000, metrics: false } }],
-    });
-    expect((await runTurn(harness, 'Say done.')).end.reason).toBe('completed');
+    harness = await tracedTurn(live.url, 60_000);
     const otel = harness.ctx.otel!;
     for (const bad of [-1, Number.NaN, '5' as unknown as number]) {
       await expect(otel.flush(bad)).rejects.toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringContaining(`got ${String(bad)}`) });
