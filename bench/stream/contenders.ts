@@ -34,7 +34,7 @@
  * then the heap runs, each after a full GC (heap bytes need a clean start). CPU = process user +
  * system over the whole consumption (the server is another process).
  */
-import { close as fsClose, fsync as fsFsync, mkdtempSync, openSync, rmSync, write as fsWrite } from 'node:fs';
+import { close as fsClose, fsync as fsFsync, mkdirSync, mkdtempSync, openSync, rmSync, write as fsWrite, writeFileSync } from 'node:fs';
 import { GCProfiler, getHeapStatistics } from 'node:v8';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -630,6 +630,32 @@ async function contenderFor(name: Contender, served: Served): Promise<{ consume:
 }
 
 /**
+ * `BENCH_STREAM_CPU_PROFILE=<dir>`: the CPU runs of each batch under the inspector's CPU profiler
+ * (its default 1 ms sampling), written to `<dir>/<contender>-<stream>-<pid>.cpuprofile` — the
+ * profile of the real thing, SDK and loopback included; read it with profile-summary.ts
+ * (`--layers` splits it into the runtime, the plugins, the SDK and Node's HTTP stack). The
+ * figures of a profiled run are the profiler's too: read them from a run without it. The file name
+ * does not say the mode: profile one at a time (`BENCH_STREAM_MODES=paced`).
+ */
+async function startCpuProfile(): Promise<{ stop(label: string): Promise<void> } | undefined> {
+  const dir = process.env.BENCH_STREAM_CPU_PROFILE;
+  if (dir === undefined || dir === '') return undefined;
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return {
+    async stop(label) {
+      const { profile } = await session.post('Profiler.stop');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, `${label}-${process.pid}.cpuprofile`), JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
+}
+
+/**
  * Warm-up runs; then `runs` CPU runs back to back (steady state: no forced GC in between); then
  * `heapRuns` heap runs, each after a full GC, with the GC profiler on. With `gcEachRun` (the
  * bench's earlier method) every CPU run also starts after a full GC.
@@ -641,6 +667,7 @@ export async function measureContender(name: Contender, stream: StreamName, serv
     if (consume === undefined) throw new Error(`${name} has no ${stream} stream`);
     for (let i = 0; i < warmups; i++) await consume();
     const samples: Sample[] = [];
+    const profiler = await startCpuProfile();
     for (let i = 0; i < runs; i++) {
       if (gcEachRun) collectGarbage();
       const wall = performance.now();
@@ -649,6 +676,7 @@ export async function measureContender(name: Contender, stream: StreamName, serv
       const cpuUs = cpuMicros() - cpu;
       samples.push({ ...seen, cpuUs, wallMs: performance.now() - wall });
     }
+    await profiler?.stop(`${name}-${stream}`);
     const heapSamples: number[] = [];
     for (let i = 0; i < heapRuns; i++) {
       collectGarbage();
