@@ -57,11 +57,12 @@ export function layers(file: string): Map<string, number> {
 export function layerTable(files: readonly string[]): string[] {
   const columns = files.map(layers);
   const totals = columns.map((column) => [...column.values()].reduce((sum, ms) => sum + ms, 0));
-  const small = (name: string) => name.startsWith('V8: ') && columns.every((column, j) => (column.get(name) ?? 0) < totals[j]! / 100);
+  // Decided on every column before any is changed.
+  const small = [...new Set(columns.flatMap((column) => [...column.keys()]))].filter((name) => name.startsWith('V8: ') && columns.every((column, j) => (column.get(name) ?? 0) < totals[j]! / 100));
   for (const column of columns) {
     let rest = 0;
-    for (const name of [...column.keys()].filter(small)) {
-      rest += column.get(name)!;
+    for (const name of small) {
+      rest += column.get(name) ?? 0;
       column.delete(name);
     }
     if (rest > 0) column.set('V8: the rest', rest);
