@@ -15,10 +15,11 @@
  * the consumer), as it ships (`loop`, no `llm/stream` middleware) and with 3 async-generator
  * pass-through middlewares (`loop-mw`); the model call alone (`harness`, with the 3 middlewares);
  * Vercel AI SDK `streamText().fullStream`; pi-ai `stream()`. Each measurement batch is a fresh
- * consumer process (`--expose-gc`): `BENCH_STREAM_WARMUPS` (3) warm-up streams, then
- * `BENCH_STREAM_RUNS` (3) CPU runs back to back (a long-lived process's steady state; no forced GC
- * in between — `BENCH_STREAM_GC_EACH_RUN=1` puts one before each, the earlier method), then one
- * heap run after a full GC. CPU = process user + system over the whole consumption. Batches are
+ * consumer process (`--expose-gc`): warm-up streams — at least `BENCH_STREAM_WARMUPS` (3) and
+ * at least `BENCH_STREAM_WARMUP_EVENTS` (50,000) SSE events, so short streams get more of them (the
+ * first is reported as "cold") — then `BENCH_STREAM_RUNS` (3) CPU runs back to back (a long-lived
+ * process's steady state; no forced GC in between — `BENCH_STREAM_GC_EACH_RUN=1` puts one before
+ * each, the earlier method), then one heap run after a full GC. CPU = process user + system over the whole consumption. Batches are
  * interleaved: `BENCH_STREAM_ROUNDS` (7) rounds, each running every contender on every stream, with
  * a rotating order. Figure: median CPU µs per SSE event; ratio = the median of the per-round ratios
  * (each round: the contender's median / raw's median in that round), range = their min–max. The
@@ -40,6 +41,11 @@ import { check, envInt, inChild, isMain, median, printResult, ratioSpread, round
 const ROUNDS = envInt('BENCH_STREAM_ROUNDS', 7);
 const RUNS = envInt('BENCH_STREAM_RUNS', 3);
 const WARMUPS = envInt('BENCH_STREAM_WARMUPS', 3);
+/**
+ * SSE events each batch consumes in warm-ups at least (more warm-up streams when they are short):
+ * the CPU runs are a long-lived process's steady state, whatever the stream length.
+ */
+const WARMUP_EVENTS = envInt('BENCH_STREAM_WARMUP_EVENTS', 50_000);
 /** Warm-ups and CPU runs on the long 2,000-tool-call streams. */
 const TOOLS_RUNS = envInt('BENCH_STREAM_TOOLS_RUNS', 1);
 const GC_EACH_RUN = process.env.BENCH_STREAM_GC_EACH_RUN === '1';
@@ -107,12 +113,23 @@ function startServer(): Promise<Server> {
   });
 }
 
+/** How many warm-up streams the batches ran, per stream length (for the notes). */
+function warmupSummary(cells: ReadonlyMap<string, Cell>): string {
+  const counts = new Map<string, number>();
+  for (const [name, cell] of cells) if (cell.warmupCount !== undefined) counts.set(name.split('/')[1]!, cell.warmupCount);
+  return [...counts].map(([stream, count]) => `${count} warm-up streams of ${stream}`).join(', ') || 'no batch ran';
+}
+
 interface Cell {
   samples: Sample[];
   /** Per round: the median CPU µs per event of that round's batch. */
   rounds: number[];
   /** Per round: the median heap bytes allocated per event. */
   heapRounds: number[];
+  /** Per round: CPU µs per event of the batch's first stream (a fresh process: cold). */
+  coldRounds: number[];
+  /** Warm-up streams per batch (the same in every round). */
+  warmupCount?: number;
   error?: string;
 }
 
@@ -146,14 +163,14 @@ export async function run(): Promise<BenchResult> {
           const here = contenders.filter((c) => runsOn(c, stream));
           for (let k = 0; k < here.length; k++) {
             const contender = here[(k + roundIndex) % here.length]!;
-            const cell = cells.get(key(mode, stream, contender)) ?? { samples: [], rounds: [], heapRounds: [] };
+            const cell = cells.get(key(mode, stream, contender)) ?? { samples: [], rounds: [], heapRounds: [], coldRounds: [] };
             cells.set(key(mode, stream, contender), cell);
             if (cell.error !== undefined) continue;
             try {
               const tools = !(MAIN_STREAMS as readonly string[]).includes(stream);
-              const { samples, heapSamples } = await inChild<Measured>(
+              const { samples, heapSamples, cold, warmupCount } = await inChild<Measured>(
                 new URL('./stream/contenders.ts', import.meta.url).href,
-                [contender, stream, String(tools ? TOOLS_RUNS : WARMUPS), String(tools ? TOOLS_RUNS : RUNS), JSON.stringify(served), '1'],
+                [contender, stream, String(tools ? TOOLS_RUNS : WARMUPS), String(tools ? TOOLS_RUNS : RUNS), JSON.stringify(served), '1', String(WARMUP_EVENTS)],
                 {
                   nodeArgs: ['--expose-gc'],
                   timeoutMs: 300_000,
@@ -166,6 +183,8 @@ export async function run(): Promise<BenchResult> {
               cell.samples.push(...samples);
               cell.rounds.push(median(samples.map((s) => s.cpuUs / served[stream].eventCount)));
               cell.heapRounds.push(median(heapSamples.map((bytes) => bytes / served[stream].eventCount)));
+              cell.coldRounds.push(cold.cpuUs / served[stream].eventCount);
+              cell.warmupCount = warmupCount;
             } catch (error) {
               cell.error = error instanceof Error ? error.message.split('\n').slice(0, 3).join(' ') : String(error);
             }
@@ -187,12 +206,13 @@ export async function run(): Promise<BenchResult> {
     const served = server.modes[mode];
     const rows: Row[] = [];
     /** Paired by round (the contenders of a round ran back to back): the median of the per-round ratios. */
-    const ratioOf = (stream: StreamName, contender: Contender, heap = false): { median: number; figure: string } | undefined => {
+    const ratioOf = (stream: StreamName, contender: Contender, measure: 'cpu' | 'heap' | 'cold' = 'cpu'): { median: number; figure: string } | undefined => {
       const raw = cells.get(key(mode, stream, 'raw'));
       const cell = cells.get(key(mode, stream, contender));
       if (cell === undefined || cell.error !== undefined || raw === undefined || raw.error !== undefined) return undefined;
-      const mine = heap ? cell.heapRounds : cell.rounds;
-      const base = heap ? raw.heapRounds : raw.rounds;
+      const pick = (of: Cell): number[] => (measure === 'heap' ? of.heapRounds : measure === 'cold' ? of.coldRounds : of.rounds);
+      const mine = pick(cell);
+      const base = pick(raw);
       const s = stat(mine.map((value, i) => value / base[i]!));
       return { median: s.median, figure: ratioSpread(s) };
     };
@@ -216,7 +236,7 @@ export async function run(): Promise<BenchResult> {
           'CPU µs/event': `${round(per.median)} (${round(per.min)}–${round(per.max)})`,
           'ratio to raw': contender === 'raw' ? '1.00x (baseline)' : (ratioOf(stream, contender)?.figure ?? '—'),
           'heap B/event': Math.round(median(cell.heapRounds)),
-          'heap ratio': contender === 'raw' ? '1.00x' : (ratioOf(stream, contender, true)?.figure ?? '—'),
+          'heap ratio': contender === 'raw' ? '1.00x' : (ratioOf(stream, contender, 'heap')?.figure ?? '—'),
           'wall ms/stream': round(median(cell.samples.map((s) => s.wallMs))),
           'items seen': cell.samples[0]!.items,
         });
@@ -250,6 +270,18 @@ export async function run(): Promise<BenchResult> {
               `journal floor / raw SDK, CPU per event: what the journal contract alone costs (${label})`,
               `${floor.figure}${gap}; heap +${Math.round(heapAdded.median)} B/event`,
               `— (the floor under the ≤ ${loopTarget.toFixed(2)}x target)`,
+              null,
+            ),
+          );
+        }
+        const cold = ratioOf(stream, 'loop', 'cold');
+        const rawCold = cells.get(key(mode, stream, 'raw'));
+        if (cold !== undefined && rawCold !== undefined) {
+          targets.push(
+            check(
+              `cold: the first stream of a fresh process, agent loop / raw SDK, CPU per event (${label})`,
+              `${cold.figure}; raw ${round(median(rawCold.coldRounds))} µs/event cold, ${round(median(rawCold.rounds))} warm`,
+              '— (informational: the targets are the steady state)',
               null,
             ),
           );
@@ -319,7 +351,7 @@ export async function run(): Promise<BenchResult> {
       'agent loop: `harness.createSession({ maxSteps: 1 })` and `session.run("hi")` iterated to the end by the consumer (bench/stream/contenders.ts loopTurn): request hooks, no `llm/stream` middleware (`loop-mw`: the 3 below), the assembler, a journal record per chunk with checkpoints, every event to the consumer, `assistant/message`, and each tool call of the message taking the real path (bench/stream/contenders.ts BENCH_TOOLS: the tools the recordings call are registered and every call is approved — parse, approval/decided, tool/start, a checkpoint (write + fsync) before the body, the body (a short string), tool/result; a tool/result with an error code fails the bench; before 2026-12-02 08:00 no tool was registered and every call took the unknown-tool error path), then MAX_STEPS_EXCEEDED instead of a second call; model call: the per-call path alone (bench/stream/contenders.ts harnessCall)',
       `heap = bytes allocated on the JS heap during one more consumption after the CPU runs, started after a full GC (v8.GCProfiler: growth of used heap plus what each GC freed), per SSE event; ratio = median of per-round ratios; the loop's added bytes = loop − raw per round`,
       `the -tools streams: one message with ${TOOL_CALLS} tool calls (openai-chat/single-tool-call-get-weather.sse, anthropic/text-then-tool-use-input-json-delta.sse repeated by repeatSseFrames); peers are not run on them`,
-      `CPU = consumer process user + system over the whole consumption (request to last chunk; Harness includes its journal checkpoints); the server runs in another process; median of ${ROUNDS} interleaved rounds × ${RUNS} CPU runs back to back (after ${WARMUPS} warm-ups; the -tools streams ${TOOLS_RUNS} and ${TOOLS_RUNS}) per contender, each batch a fresh process, ${GC_EACH_RUN ? 'a full GC before each CPU run (BENCH_STREAM_GC_EACH_RUN=1, the earlier method)' : "no forced GC between the CPU runs (a long-lived process's steady state: a full GC before each run, the earlier method, deoptimises code whose maps died in it and puts the re-optimisation into the measured run)"}; ratio = median of the per-round ratios (contender's round median / raw's round median), range = their min–max`,
+      `CPU = consumer process user + system over the whole consumption (request to last chunk; Harness includes its journal checkpoints); the server runs in another process; median of ${ROUNDS} interleaved rounds × ${RUNS} CPU runs back to back (the -tools streams ${TOOLS_RUNS}) per contender, each batch a fresh process whose warm-ups consumed at least ${WARMUP_EVENTS} SSE events (BENCH_STREAM_WARMUP_EVENTS; ${warmupSummary(cells)}) — V8 settles by the events it has run, and after fewer the CPU runs measure the JIT's warm-up, not the steady state; the first stream of each batch is reported as "cold" — ${GC_EACH_RUN ? 'a full GC before each CPU run (BENCH_STREAM_GC_EACH_RUN=1, the earlier method)' : "no forced GC between the CPU runs (a long-lived process's steady state: a full GC before each run, the earlier method, deoptimises code whose maps died in it and puts the re-optimisation into the measured run)"}; ratio = median of the per-round ratios (contender's round median / raw's round median), range = their min–max`,
       'per event = per SSE event with data in the served body (the same denominator for every contender); "items seen" = what each contender iterated (Harness: its StreamChunks, Vercel: fullStream parts, pi: events)',
       'Harness middlewares (`loop-mw`, `harness`): 3 × `async function* (request, next) { for await (const chunk of next()) yield chunk; }` — the form DESIGN shows a plugin author; `(request, next) => next()` would cost nothing per chunk',
       `Harness journal: a real FileJournal per stream in a temp dir, every chunk appended as assistant/chunk, checkpoint (write + fsync) before the call and at turn end, as runtime/agent/session.ts does`,

@@ -26,13 +26,17 @@
  * - `pi`: `@mariozechner/pi-ai` `stream()` with a model whose `baseUrl` is the loopback server.
  *
  * Entry (one consumer process per measurement batch, spawned by bench/stream.ts):
- * `node --import tsx --expose-gc contenders.ts <contender> <stream> <warmups> <runs> <servedJson> [heapRuns]` →
- * prints `{ samples: [{ cpuUs, wallMs, items, blocks, finish }], heapSamples: [bytes] }`. After the
- * warm-ups, the CPU runs follow each other as a long-lived process's turns do (no forced GC between
- * them: a full GC before each run deoptimises code whose maps died in it, and the re-optimisation
- * then lands in the measured run — in one test it cost the loop ~30 µs per event and raw ~8);
- * then the heap runs, each after a full GC (heap bytes need a clean start). CPU = process user +
- * system over the whole consumption (the server is another process).
+ * `node --import tsx --expose-gc contenders.ts <contender> <stream> <warmups> <runs> <servedJson> [heapRuns] [warmupEvents]` →
+ * prints `{ samples: [{ cpuUs, wallMs, items, blocks, finish }], heapSamples: [bytes], cold, warmupCount }`.
+ * The warm-ups run until at least `warmups` streams and `warmupEvents` SSE events were consumed:
+ * V8 settles by the events it has run, not by the streams (a fresh process reached its steady state
+ * after ~30–40k events here — 7 of the 5,000-event streams; after 2 the raw SDK still cost 2.5x its
+ * steady state and the loop 3x). The first warm-up is reported as `cold` (what a fresh process
+ * pays). After the warm-ups, the CPU runs follow each other as a long-lived process's turns do (no
+ * forced GC between them: a full GC before each run deoptimises code whose maps died in it, and
+ * the re-optimisation then lands in the measured run — in one test it cost the loop ~30 µs per
+ * event and raw ~8); then the heap runs, each after a full GC (heap bytes need a clean start).
+ * CPU = process user + system over the whole consumption (the server is another process).
  */
 import { close as fsClose, fsync as fsFsync, mkdirSync, mkdtempSync, openSync, rmSync, write as fsWrite, writeFileSync } from 'node:fs';
 import { GCProfiler, getHeapStatistics } from 'node:v8';
@@ -605,6 +609,10 @@ export interface Measured {
   readonly samples: Sample[];
   /** Per heap run (each after a full GC): bytes allocated on the JS heap (GCProfiler: net growth + what each GC freed). */
   readonly heapSamples: number[];
+  /** The first stream of the fresh process (the first warm-up): what a cold process pays. */
+  readonly cold: Sample;
+  /** Warm-up streams run before the CPU runs. */
+  readonly warmupCount: number;
 }
 
 async function contenderFor(name: Contender, served: Served): Promise<{ consume: Partial<Record<StreamName, Consume>>; close(): Promise<void> }> {
@@ -655,26 +663,34 @@ async function startCpuProfile(): Promise<{ stop(label: string): Promise<void> }
   };
 }
 
+/** One consumption, timed. */
+async function timed(consume: Consume): Promise<Sample> {
+  const wall = performance.now();
+  const cpu = cpuMicros();
+  const seen = await consume();
+  const cpuUs = cpuMicros() - cpu;
+  return { ...seen, cpuUs, wallMs: performance.now() - wall };
+}
+
 /**
- * Warm-up runs; then `runs` CPU runs back to back (steady state: no forced GC in between); then
+ * Warm-up runs — at least `warmups` streams and `warmupEvents` SSE events (the first one timed:
+ * `cold`); then `runs` CPU runs back to back (steady state: no forced GC in between); then
  * `heapRuns` heap runs, each after a full GC, with the GC profiler on. With `gcEachRun` (the
  * bench's earlier method) every CPU run also starts after a full GC.
  */
-export async function measureContender(name: Contender, stream: StreamName, served: Served, warmups: number, runs: number, heapRuns = 1, gcEachRun = false): Promise<Measured> {
+export async function measureContender(name: Contender, stream: StreamName, served: Served, warmups: number, runs: number, heapRuns = 1, gcEachRun = false, warmupEvents = 0): Promise<Measured> {
   const contender = await contenderFor(name, served);
   try {
     const consume = contender.consume[stream];
     if (consume === undefined) throw new Error(`${name} has no ${stream} stream`);
-    for (let i = 0; i < warmups; i++) await consume();
+    const cold = await timed(consume);
+    let warmupCount = 1;
+    for (; warmupCount < warmups || warmupCount * served[stream].eventCount < warmupEvents; warmupCount++) await consume();
     const samples: Sample[] = [];
     const profiler = await startCpuProfile();
     for (let i = 0; i < runs; i++) {
       if (gcEachRun) collectGarbage();
-      const wall = performance.now();
-      const cpu = cpuMicros();
-      const seen = await consume();
-      const cpuUs = cpuMicros() - cpu;
-      samples.push({ ...seen, cpuUs, wallMs: performance.now() - wall });
+      samples.push(await timed(consume));
     }
     await profiler?.stop(`${name}-${stream}`);
     const heapSamples: number[] = [];
@@ -689,14 +705,14 @@ export async function measureContender(name: Contender, stream: StreamName, serv
       for (const gc of profiler.stop()?.statistics ?? []) freed += gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize;
       heapSamples.push(heapAfter - heapBefore + freed);
     }
-    return { samples, heapSamples };
+    return { samples, heapSamples, cold, warmupCount };
   } finally {
     await contender.close();
   }
 }
 
 if (isMain(import.meta.url)) {
-  const [name, stream, warmups, runs, servedJson, heapRuns] = process.argv.slice(2);
+  const [name, stream, warmups, runs, servedJson, heapRuns, warmupEvents] = process.argv.slice(2);
   const measured = await measureContender(
     name as Contender,
     stream as StreamName,
@@ -705,6 +721,7 @@ if (isMain(import.meta.url)) {
     Number(runs),
     Number(heapRuns ?? 1),
     process.env.BENCH_STREAM_GC_EACH_RUN === '1',
+    Number(warmupEvents ?? 0),
   );
   answer(measured);
   // Keep-alive sockets of the SDKs would hold the process open.

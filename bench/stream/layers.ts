@@ -10,7 +10,7 @@
 import { BlockAssembler } from '../../runtime/llm/assembler.ts';
 import { createJournal } from '../../runtime/session/journal.ts';
 import { splitSseFrames } from '../../test/support/fixture-server.ts';
-import { answer, collectGarbage, cpuMicros, envInt, isMain, median, round, type Row } from '../support.ts';
+import { answer, cpuMicros, envInt, isMain, median, round, type Row } from '../support.ts';
 import { harnessRig, passThrough, type Served } from './contenders.ts';
 import { repeatedBody, STREAMS, type StreamName } from './server.ts';
 
@@ -20,6 +20,13 @@ export interface LayerReport {
 }
 
 const REPS = envInt('BENCH_LAYER_REPS', 7);
+/**
+ * Events each layer runs before it is measured (as the stream bench's BENCH_STREAM_WARMUP_EVENTS):
+ * a full GC before every repetition, the earlier method, put the JIT's re-optimisation into each
+ * measured run — it read the journal layer at +10–12 µs per event on 5,000-event streams, ~2 in the
+ * steady state.
+ */
+const WARMUP_EVENTS = envInt('BENCH_STREAM_WARMUP_EVENTS', 50_000);
 
 function parsedEvents(name: StreamName): unknown[] {
   const { body } = repeatedBody(STREAMS[name], Number(process.env.BENCH_STREAM_CHUNKS ?? 20_000));
@@ -112,11 +119,11 @@ async function measure(): Promise<LayerReport> {
         ['+ BlockAssembler', () => withMiddlewares(() => throughService(false))],
         ['+ FileJournal (assistant/chunk per chunk, checkpoints) = the full path', () => withMiddlewares(() => throughService(true))],
       ];
-      for (const [, step] of steps) await step(); // warm-up
+      const warmups = Math.max(1, Math.ceil(WARMUP_EVENTS / events.length));
+      for (let i = 0; i < warmups; i++) for (const [, step] of steps) await step();
       const samples = steps.map(() => [] as number[]);
       for (let rep = 0; rep < REPS; rep++) {
         for (let k = 0; k < steps.length; k++) {
-          collectGarbage();
           const before = cpuMicros();
           await steps[k]![1]();
           samples[k]!.push((cpuMicros() - before) / events.length);
@@ -140,7 +147,7 @@ async function measure(): Promise<LayerReport> {
     }
     return row;
   });
-  return { rows, note: `median of ${REPS} interleaved repetitions, process CPU` };
+  return { rows, note: `median of ${REPS} interleaved repetitions in the steady state (each layer warmed up on ≥ ${WARMUP_EVENTS} events; no forced GC between them), process CPU` };
 }
 
 if (isMain(import.meta.url)) {
