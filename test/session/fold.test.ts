@@ -240,6 +240,48 @@ describe('the fold', () => {
       expect((after as unknown as Noted).notes).toEqual(notes);
     });
 
+    it('state.lastSeq is the last state-changing seq on every path of the fold: pending calls, core, plugin, after a finish', () => {
+      disposers.push(registerEventType('acme/mark', { reduce: (draft) => void (draft.title = 'marked') })); // leaves the surface alone
+      disposers.push(registerEventType('acme/pin', { reduce: (_draft, event, surface) => surface.append(createUserMessage('pin', { id: `pin-${event.seq}` })) }));
+      const events = sample();
+      const at = (type: string): number => events.find((event) => event.type === type)!.seq;
+      let n = 100;
+      const extra = (type: string, data: unknown): AnySessionEvent => ({ seq: ++n, type, atMs: 0, data }) as unknown as AnySessionEvent;
+      const call = (type: 'tool/call' | 'tool/start', callId: string): AnySessionEvent =>
+        extra(type, type === 'tool/call' ? { turn: 1, step: 1, callId, name: 'read', arguments: '{}' } : { turn: 1, step: 1, callId });
+
+      const folder = new Folder(initialState('s'));
+      for (const event of events.slice(0, at('tool/start'))) folder.apply(event);
+      expect(folder.finish().lastSeq).toBe(at('tool/start')); // a pending-call event last
+      folder.apply(events[at('tool/output') - 1]!); // ignorable: changes nothing
+      expect(folder.finish().lastSeq).toBe(at('tool/start'));
+      folder.apply(events[at('tool/result') - 1]!);
+      folder.apply(events[at('tool/result')]!); // step/end: a core event after a pending one
+      expect(folder.finish().lastSeq).toBe(at('tool/result') + 1);
+      // After a finish: a pending event alone, then a plugin reducer on the working path, then on the finished path.
+      folder.apply(call('tool/call', 'c2'));
+      expect(folder.finish().lastSeq).toBe(n);
+      folder.apply(call('tool/start', 'c2'));
+      folder.apply(extra('acme/mark', {}));
+      expect(folder.finish()).toMatchObject({ lastSeq: n, title: 'marked' });
+      folder.apply(extra('user/message', { message: createUserMessage('u', { id: 'u' }) }));
+      folder.apply(call('tool/call', 'c3'));
+      folder.apply(extra('acme/mark', {})); // the working path with a surface and pending calls in progress
+      folder.apply(call('tool/call', 'c4'));
+      expect(folder.finish().lastSeq).toBe(n);
+      folder.apply(call('tool/start', 'c4'));
+      folder.apply(extra('acme/pin', {})); // the finished path
+      const last = folder.finish();
+      expect(last.lastSeq).toBe(n);
+      expect(last.pendingToolCalls.map((c) => [c.callId, c.started])).toEqual([
+        ['c2', true],
+        ['c3', false],
+        ['c4', true],
+      ]);
+      // One event at a time agrees.
+      expect(reduceEvent(initialState('s'), events[at('tool/call') - 1]!).lastSeq).toBe(at('tool/call'));
+    });
+
     it('a registered type without a reducer is known and changes nothing; core types cannot be re-registered', () => {
       disposers.push(registerEventType('acme/marker'));
       const state = initialState('s');
