@@ -99,6 +99,12 @@ export function assertLosslessJson(value: unknown, root = 'data', freeze = false
 
 /** Depth the fast walk goes to; deeper values (and cycles) take the full walk. */
 const FAST_DEPTH = 24;
+/**
+ * The own-key test of the fast walks' for-in: V8 optimises `hasOwnProperty.call(object, key)` with
+ * the for-in key (the enum cache answers it), not `Object.hasOwn` — a delta chunk record's walk
+ * 118 → 68 ns (Node 20).
+ */
+const hasOwn = Object.prototype.hasOwnProperty;
 
 /**
  * True when `value` is lossless JSON no deeper than FAST_DEPTH (the same rules as the full walk:
@@ -117,7 +123,7 @@ function fastValid(value: unknown, depth: number): boolean {
   }
   if (kind === undefined) return false;
   for (const key in value as object) {
-    if (!Object.hasOwn(value as object, key)) continue; // what Object.keys (the full walk) would not see
+    if (!hasOwn.call(value, key)) continue; // what Object.keys (the full walk) would not see
     if (!fastValid((value as Record<string, unknown>)[key], depth + 1)) return false;
   }
   return true;
@@ -139,7 +145,7 @@ function fastValidFreeze(value: unknown, depth: number): boolean {
   } else {
     if (kind === undefined) return false;
     for (const key in value as object) {
-      if (!Object.hasOwn(value as object, key)) continue;
+      if (!hasOwn.call(value, key)) continue;
       if (!fastValidFreeze((value as Record<string, unknown>)[key], depth + 1)) return false;
     }
   }

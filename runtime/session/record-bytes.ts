@@ -40,6 +40,8 @@ const POOL_SIZE = 8;
 const SLACK = MAX_DEPTH + 8;
 
 const HEX = '0123456789abcdef';
+/** The own-key test in `object()`'s for-in (V8 answers it from the enum cache; `Object.hasOwn` it does not: ~12% of a delta record's encoding). */
+const hasOwn = Object.prototype.hasOwnProperty;
 /** The escape of each byte below 0x20 and of `"` and `\`, as JSON.stringify writes it. */
 const ESCAPES: (string | undefined)[] = new Array(0x60);
 for (let c = 0; c < 0x20; c++) ESCAPES[c] = `\\u00${HEX[c >> 4]}${HEX[c & 15]}`;
@@ -162,7 +164,7 @@ export class RecordBytes {
     let first = true;
     // for-in gives own keys in JSON.stringify's order (integer-like first), then inherited ones.
     for (const key in object) {
-      if (!Object.hasOwn(object, key)) continue;
+      if (!hasOwn.call(object, key)) continue;
       if (!first) this.buffer[this.offset++] = 0x2c; // ,
       first = false;
       this.string(key);
