@@ -30,7 +30,7 @@ import { answer, check, envInt, inChild, isMain, median, percentile, printResult
 
 const SESSIONS = envInt('BENCH_HOTSWAP_SESSIONS', 50);
 const RELOADS = envInt('BENCH_HOTSWAP_RELOADS', 200);
-const PACE_MS = envInt('BENCH_HOTSWAP_PACE_MS', 5);
+const PACE_MS = envInt('BENCH_HOTSWAP_PACE_MS', 5, 0);
 /** Baseline phases: how long the 50 sessions run without reloads. */
 const BASELINE_MS = envInt('BENCH_HOTSWAP_BASELINE_MS', 6_000);
 

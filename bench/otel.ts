@@ -27,7 +27,7 @@ import { check, envInt, isMain, measureCpuAsync, median, printResult, ratioSprea
 const STEPS = envInt('BENCH_OTEL_STEPS', 30);
 const REPETITIONS = envInt('BENCH_OTEL_REPETITIONS', 15);
 const QUEUE = envInt('BENCH_OTEL_QUEUE', 64);
-const PACE_MS = envInt('BENCH_OTEL_PACE_MS', 0);
+const PACE_MS = envInt('BENCH_OTEL_PACE_MS', 0, 0);
 const TARGET = 1.15;
 
 const script: ScriptFunction = (context) =>

@@ -27,7 +27,7 @@ import { check, envInt, isMain, median, percentile, printResult, ratioSpread, ro
 const SUBSCRIBERS = envInt('BENCH_SERVE_SUBSCRIBERS', 100);
 const REPETITIONS = envInt('BENCH_SERVE_REPETITIONS', 3);
 /** Delay between the scripted model's chunks, ms (a steady stream rather than one burst). */
-const PACE_MS = envInt('BENCH_SERVE_PACE_MS', 2);
+const PACE_MS = envInt('BENCH_SERVE_PACE_MS', 2, 0);
 const TOKEN = 'bench-serve-token-0123456789';
 const root = fileURLToPath(new URL('..', import.meta.url));
 

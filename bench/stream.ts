@@ -40,12 +40,13 @@ import { check, envInt, inChild, isMain, median, printResult, ratioSpread, round
 
 const ROUNDS = envInt('BENCH_STREAM_ROUNDS', 7);
 const RUNS = envInt('BENCH_STREAM_RUNS', 3);
-const WARMUPS = envInt('BENCH_STREAM_WARMUPS', 3);
+const WARMUPS = envInt('BENCH_STREAM_WARMUPS', 3, 0);
 /**
  * SSE events each batch consumes in warm-ups at least (more warm-up streams when they are short):
- * the CPU runs are a long-lived process's steady state, whatever the stream length.
+ * the CPU runs are a long-lived process's steady state, whatever the stream length. 0: the
+ * warm-up count alone decides (the method before stop 33).
  */
-const WARMUP_EVENTS = envInt('BENCH_STREAM_WARMUP_EVENTS', 50_000);
+const WARMUP_EVENTS = envInt('BENCH_STREAM_WARMUP_EVENTS', 50_000, 0);
 /** Warm-ups and CPU runs on the long 2,000-tool-call streams. */
 const TOOLS_RUNS = envInt('BENCH_STREAM_TOOLS_RUNS', 1);
 const GC_EACH_RUN = process.env.BENCH_STREAM_GC_EACH_RUN === '1';

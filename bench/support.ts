@@ -306,10 +306,17 @@ export async function interleave<K extends string, V>(rounds: number, contenders
   return out;
 }
 
-/** Reads an integer from the environment (`BENCH_*`), with a default. */
-export function envInt(name: string, fallback: number): number {
+/**
+ * Reads an integer ≥ `min` (default 1) from the environment (`BENCH_*`); unset or empty → `fallback`.
+ * @throws Error naming the variable when it holds anything else (`abc`, `-3`, `2.5`, `0` where the
+ *   least is 1): a measurement run with a setting silently replaced by the default would be mislabelled.
+ */
+export function envInt(name: string, fallback: number, min = 1): number {
   const raw = process.env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
   const value = Number(raw);
-  return Number.isFinite(value) && value > 0 ? Math.floor(value) : fallback;
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new Error(`${name} must be an integer ≥ ${min}; got ${JSON.stringify(raw)}. Unset it for the default (${fallback}).`);
+  }
+  return value;
 }

@@ -26,7 +26,7 @@ const REPS = envInt('BENCH_LAYER_REPS', 7);
  * measured run — it read the journal layer at +10–12 µs per event on 5,000-event streams, ~2 in the
  * steady state.
  */
-const WARMUP_EVENTS = envInt('BENCH_STREAM_WARMUP_EVENTS', 50_000);
+const WARMUP_EVENTS = envInt('BENCH_STREAM_WARMUP_EVENTS', 50_000, 0);
 
 function parsedEvents(name: StreamName): unknown[] {
   const { body } = repeatedBody(STREAMS[name], Number(process.env.BENCH_STREAM_CHUNKS ?? 20_000));
