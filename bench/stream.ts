@@ -19,12 +19,12 @@
  * at least `BENCH_STREAM_WARMUP_EVENTS` (50,000) SSE events, so short streams get more of them (the
  * first is reported as "cold") — then `BENCH_STREAM_RUNS` (3) CPU runs back to back (a long-lived
  * process's steady state; no forced GC in between — `BENCH_STREAM_GC_EACH_RUN=1` puts one before
- * each, the earlier method), then one heap run after a full GC. CPU = process user + system over the whole consumption. Batches are
- * interleaved: `BENCH_STREAM_ROUNDS` (7) rounds, each running every contender on every stream, with
- * a rotating order. Figure: median CPU µs per SSE event; ratio = the median of the per-round ratios
- * (each round: the contender's median / raw's median in that round), range = their min–max. The
- * 2,000-tool-call streams (22–24k events each) take `BENCH_STREAM_TOOLS_RUNS` (1) warm-up and
- * CPU run.
+ * each, the earlier method), then one heap run after a full GC. CPU = process user + system over
+ * the whole consumption. Batches are interleaved: `BENCH_STREAM_ROUNDS` (7) rounds, each running
+ * every contender on every stream, with a rotating order. Figure: median CPU µs per SSE event;
+ * ratio = the median of the per-round ratios (each round: the contender's median / raw's median in
+ * that round), range = their min–max. The 2,000-tool-call streams (22–24k events each) take
+ * `BENCH_STREAM_TOOLS_RUNS` (1) warm-up (and more, to the warm-up events) and CPU run.
  *
  * Also measured (informational): Harness's own overhead by layer with an in-memory SDK stream (no
  * network, no SDK parsing; bench/stream/layers.ts), to show where the time goes.
