@@ -36,7 +36,7 @@ import { ensurePeers, harnessVersions, peerVersions } from './peers.ts';
 import { CONTENDERS, type Contender, type Measured, type Sample, type Served } from './stream/contenders.ts';
 import type { LayerReport } from './stream/layers.ts';
 import { BLOCKS_PER_REPEAT, MAIN_STREAMS, MODES, providerOf, STREAMS, TOOL_CALLS, type Mode, type ServedStream, type StreamName } from './stream/server.ts';
-import { check, envInt, inChild, isMain, median, printResult, ratioSpread, round, stat, TSX_IMPORT, type BenchResult, type Row, type TargetCheck } from './support.ts';
+import { check, envInt, envList, inChild, isMain, median, printResult, ratioSpread, round, stat, TSX_IMPORT, type BenchResult, type Row, type TargetCheck } from './support.ts';
 
 const ROUNDS = envInt('BENCH_STREAM_ROUNDS', 7);
 const RUNS = envInt('BENCH_STREAM_RUNS', 3);
@@ -50,9 +50,9 @@ const WARMUP_EVENTS = envInt('BENCH_STREAM_WARMUP_EVENTS', 50_000, 0);
 /** Warm-ups and CPU runs on the long 2,000-tool-call streams. */
 const TOOLS_RUNS = envInt('BENCH_STREAM_TOOLS_RUNS', 1);
 const GC_EACH_RUN = process.env.BENCH_STREAM_GC_EACH_RUN === '1';
-const STREAM_NAMES: readonly StreamName[] = (process.env.BENCH_STREAM_NAMES?.split(',') as StreamName[] | undefined) ?? (Object.keys(STREAMS) as StreamName[]);
-const SELECTED_MODES: readonly Mode[] = (process.env.BENCH_STREAM_MODES?.split(',') as Mode[] | undefined) ?? MODES;
-const SELECTED: readonly Contender[] = (process.env.BENCH_STREAM_CONTENDERS?.split(',') as Contender[] | undefined) ?? CONTENDERS;
+const STREAM_NAMES: readonly StreamName[] = envList('BENCH_STREAM_NAMES', Object.keys(STREAMS) as StreamName[], Object.keys(STREAMS) as StreamName[]);
+const SELECTED_MODES: readonly Mode[] = envList('BENCH_STREAM_MODES', MODES, MODES);
+const SELECTED: readonly Contender[] = envList('BENCH_STREAM_CONTENDERS', CONTENDERS, CONTENDERS);
 /** The model call (adapter → middleware → assembler → journal; issue 9's contender) ÷ raw. */
 const CALL_TARGET = 1.25;
 /** The whole agent loop ÷ raw, CPU per event (issue 22). */

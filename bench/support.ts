@@ -307,6 +307,25 @@ export async function interleave<K extends string, V>(rounds: number, contenders
 }
 
 /**
+ * Reads a comma-separated list of known names from the environment (`BENCH_*`); unset or empty →
+ * `fallback`. Checked before anything is measured: a misspelt name found after a 40-minute run
+ * would throw the run away.
+ * @throws Error naming the variable, the unknown entries and the known ones.
+ */
+export function envList<T extends string>(name: string, known: readonly T[], fallback: readonly T[]): readonly T[] {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const items = raw.split(',').map((item) => item.trim());
+  const unknown = items.filter((item) => !(known as readonly string[]).includes(item));
+  if (unknown.length > 0) {
+    throw new Error(
+      `${name} names ${unknown.map((item) => JSON.stringify(item)).join(', ')}, which ${unknown.length === 1 ? 'is' : 'are'} not known; known: ${known.join(', ')}. Unset it for the default (${fallback.join(',')}).`,
+    );
+  }
+  return items as T[];
+}
+
+/**
  * Reads an integer ≥ `min` (default 1) from the environment (`BENCH_*`); unset or empty → `fallback`.
  * @throws Error naming the variable when it holds anything else (`abc`, `-3`, `2.5`, `0` where the
  *   least is 1): a measurement run with a setting silently replaced by the default would be mislabelled.

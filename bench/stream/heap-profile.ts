@@ -10,7 +10,7 @@
 import { Session } from 'node:inspector/promises';
 import { relative } from 'node:path';
 import { splitSseFrames } from '../../test/support/fixture-server.ts';
-import { isMain } from '../support.ts';
+import { envInt, isMain } from '../support.ts';
 import { allowAll, harnessRig, type Served } from './contenders.ts';
 import { repeatedBody, STREAMS, type StreamName } from './server.ts';
 
@@ -24,7 +24,7 @@ async function main(name: StreamName, turns: number, top: number, fixture?: stri
   const inspector = new Session();
   inspector.connect();
   await inspector.post('HeapProfiler.enable');
-  const { body } = repeatedBody(fixture ?? STREAMS[name], Number(process.env.BENCH_STREAM_CHUNKS ?? 20_000));
+  const { body } = repeatedBody(fixture ?? STREAMS[name], envInt('BENCH_STREAM_CHUNKS', 20_000));
   const events: unknown[] = [];
   for (const frame of splitSseFrames(body)) {
     const match = /^data: (.*)$/m.exec(frame);

@@ -29,7 +29,7 @@ const REPS = envInt('BENCH_LAYER_REPS', 7);
 const WARMUP_EVENTS = envInt('BENCH_STREAM_WARMUP_EVENTS', 50_000, 0);
 
 function parsedEvents(name: StreamName): unknown[] {
-  const { body } = repeatedBody(STREAMS[name], Number(process.env.BENCH_STREAM_CHUNKS ?? 20_000));
+  const { body } = repeatedBody(STREAMS[name], envInt('BENCH_STREAM_CHUNKS', 20_000));
   const events: unknown[] = [];
   for (const frame of splitSseFrames(body)) {
     const match = /^data: (.*)$/m.exec(frame);

@@ -11,7 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { splitSseFrames } from '../../test/support/fixture-server.ts';
-import { isMain } from '../support.ts';
+import { envInt, isMain } from '../support.ts';
 import { allowAll, harnessRig, type Served } from './contenders.ts';
 import { repeatedBody, STREAMS, type StreamName } from './server.ts';
 
@@ -19,7 +19,7 @@ async function main(name: StreamName, turns: number, out: string): Promise<void>
   const inspector = new Session();
   inspector.connect();
   await inspector.post('Profiler.enable');
-  const { body } = repeatedBody(STREAMS[name], Number(process.env.BENCH_STREAM_CHUNKS ?? 20_000));
+  const { body } = repeatedBody(STREAMS[name], envInt('BENCH_STREAM_CHUNKS', 20_000));
   const events: unknown[] = [];
   for (const frame of splitSseFrames(body)) {
     const match = /^data: (.*)$/m.exec(frame);

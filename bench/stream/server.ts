@@ -13,7 +13,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { answer, isMain } from '../support.ts';
+import { answer, envInt, isMain } from '../support.ts';
 import { readFixture, repeatSseFrames, splitSseFrames, startFixtureServer, type FixtureServer } from '../../test/support/fixture-server.ts';
 
 export const STREAMS = {
@@ -65,7 +65,7 @@ export function repeatedBody(fixture: string, target: number): { body: string; r
 }
 
 /** Pause between two events in `paced` mode, µs (a provider trickle: every read carries about one event). */
-const PACE_US = Number(process.env.BENCH_STREAM_PACE_US ?? 100);
+const PACE_US = envInt('BENCH_STREAM_PACE_US', 100, 0);
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 /**
@@ -112,7 +112,7 @@ async function startPacedServer(body: string): Promise<{ url: string; close(): P
 }
 
 async function main(): Promise<void> {
-  const target = Number(process.env.BENCH_STREAM_CHUNKS ?? 20_000);
+  const target = envInt('BENCH_STREAM_CHUNKS', 20_000);
   const closers: Array<() => Promise<void>> = [];
   const modes: Record<Mode, Record<string, ServedStream>> = { paced: {}, burst: {} };
   for (const [name, fixture] of Object.entries(STREAMS)) {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { envInt } from '../../bench/support.ts';
+import { envInt, envList } from '../../bench/support.ts';
 
 describe('bench envInt', () => {
   const name = 'BENCH_TEST_ENV_INT';
@@ -25,5 +25,26 @@ describe('bench envInt', () => {
   it('refuses a negative number where the least is 0', () => {
     process.env[name] = '-1';
     expect(() => envInt(name, 0, 0)).toThrow(`${name} must be an integer ≥ 0; got "-1". Unset it for the default (0).`);
+  });
+});
+
+describe('bench envList', () => {
+  const name = 'BENCH_TEST_ENV_LIST';
+  const known = ['paced', 'burst'] as const;
+  afterEach(() => {
+    delete process.env[name];
+  });
+
+  it('reads known names (spaces trimmed), and the default when unset or empty', () => {
+    expect(envList(name, known, known)).toEqual(known);
+    process.env[name] = '';
+    expect(envList(name, known, ['burst'])).toEqual(['burst']);
+    process.env[name] = 'burst, paced';
+    expect(envList(name, known, known)).toEqual(['burst', 'paced']);
+  });
+
+  it('refuses a misspelt name before anything runs, naming it and the known ones', () => {
+    process.env[name] = 'paced,bursts,';
+    expect(() => envList(name, known, known)).toThrow(`${name} names "bursts", "", which are not known; known: paced, burst. Unset it for the default (paced,burst).`);
   });
 });
