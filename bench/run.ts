@@ -152,6 +152,7 @@ async function main(): Promise<void> {
   const atStart = machine();
   console.log(`bench: ${selected.join(', ')} on ${atStart.cpu} × ${atStart.cores}, ${atStart.ramGiB} GiB, load ${atStart.loadAverage}, Node ${atStart.node}`);
   let failed = false;
+  let wrote = false;
   for (const name of selected) {
     const started = performance.now();
     console.error(`bench: running ${name} …`);
@@ -163,13 +164,15 @@ async function main(): Promise<void> {
     } catch (error) {
       failed = true;
       console.error(`bench ${name} failed:`, error);
+      continue; // nothing measured: the files keep the last run's machine and figures
     }
     // Save as we go: a later failure keeps what was measured.
     const stored: Stored = { machine: atStart, versions: versions(), results };
     writeFileSync(RESULTS_JSON, `${JSON.stringify(stored, null, 2)}\n`);
     writeFileSync(RESULTS_MD, render(stored));
+    wrote = true;
   }
-  console.log(`\nbench: wrote ${RESULTS_MD}`);
+  console.log(wrote ? `\nbench: wrote ${RESULTS_MD}` : `\nbench: nothing measured; ${RESULTS_MD} is unchanged`);
   if (failed) process.exitCode = 1;
 }
 
