@@ -281,7 +281,7 @@ export async function run(): Promise<BenchResult> {
           targets.push(
             check(
               `cold: the first stream of a fresh process, agent loop / raw SDK, CPU per event (${label})`,
-              `${cold.figure}; raw ${round(median(rawCold.coldRounds))} µs/event cold, ${round(median(rawCold.rounds))} warm`,
+              `${cold.figure}; raw ${round(median(rawCold.coldRounds))} µs/event cold, ${round(median(rawCold.samples.map((s) => s.cpuUs / served[stream].eventCount)))} warm`,
               '— (informational: the targets are the steady state)',
               null,
             ),

@@ -32,7 +32,7 @@
  * V8 settles by the events it has run, not by the streams (a fresh process reached its steady state
  * after ~30–40k events here — 7 of the 5,000-event streams; after 2 the raw SDK still cost 2.5x its
  * steady state and the loop 3x). The first warm-up is reported as `cold` (what a fresh process
- * pays). After the warm-ups, the CPU runs follow each other as a long-lived process's turns do (no
+ * pays); it always runs, so there is at least one warm-up. After the warm-ups, the CPU runs follow each other as a long-lived process's turns do (no
  * forced GC between them: a full GC before each run deoptimises code whose maps died in it, and
  * the re-optimisation then lands in the measured run — in one test it cost the loop ~30 µs per
  * event and raw ~8); then the heap runs, each after a full GC (heap bytes need a clean start).

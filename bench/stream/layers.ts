@@ -147,7 +147,7 @@ async function measure(): Promise<LayerReport> {
     }
     return row;
   });
-  return { rows, note: `median of ${REPS} interleaved repetitions in the steady state (each layer warmed up on ≥ ${WARMUP_EVENTS} events; no forced GC between them), process CPU` };
+  return { rows, note: `median of ${REPS} interleaved repetitions after warm-up passes over ≥ ${WARMUP_EVENTS} events (at least one pass), no forced GC between them; process CPU` };
 }
 
 if (isMain(import.meta.url)) {
