@@ -65,15 +65,25 @@ function manyCallsStep(calls: number, turn: number, step: number): Step[] {
   return out;
 }
 
+/**
+ * Appends each step's records and reads the state (measured), as the agent loop does; between two
+ * steps the event loop turns (not measured), as it does while the loop awaits the next model call —
+ * and the writer's background flush runs there. Without it a session's thousands of steps were
+ * appended in one synchronous burst: the queue was written (encoded) inside the measured section
+ * only for the long session, never for the short one, and its growing backlog made every GC dearer.
+ */
 async function journalRun(id: string, steps: Step[][]): Promise<{ messages: number; pending: number }> {
   const journal = await createJournal({ dataDir: data.dir, id });
   journal.append('turn/start', { turn: 1 });
   journal.append('user/message', { turn: 1, message: createUserMessage('go') });
-  const state = measured(() => {
-    for (const step of steps) {
-      for (const [type, value] of step) journal.append(type, value as SessionEventMap[typeof type]);
+  for (let i = 0; i < steps.length; i++) {
+    if (i > 0) await new Promise((resolve) => setImmediate(resolve));
+    measured(() => {
+      for (const [type, value] of steps[i]!) journal.append(type, value as SessionEventMap[typeof type]);
       void journal.state.messages; // the loop reads the surface for the next request
-    }
+    });
+  }
+  const state = measured(() => {
     journal.append('turn/end', { turn: 1, reason: 'completed' });
     return journal.state;
   });
