@@ -67,13 +67,14 @@ function manyCallsStep(calls: number, turn: number, step: number): Step[] {
 
 /**
  * Appends each step's records and reads the state (measured), as the agent loop does; between two
- * steps the event loop turns (not measured), as it does while the loop awaits the next model call —
- * and the writer's background flush runs there. Without it a session's thousands of steps were
- * appended in one synchronous burst: the queue was written (encoded) inside the measured section
- * only for the long session, never for the short one, and its growing backlog made every GC dearer.
+ * steps the event loop turns (not measured), as it does while the loop awaits the next model call,
+ * and the writer's background flush writes the queue there. No size threshold (`flushBytes`): an
+ * append that crossed it encoded the queue inside the measured section, which only the long runs
+ * ever did (a 10-call run's records were written at close, unmeasured). Without the turns a
+ * session's thousands of steps were one synchronous burst whose growing backlog made every GC dearer.
  */
 async function journalRun(id: string, steps: Step[][]): Promise<{ messages: number; pending: number }> {
-  const journal = await createJournal({ dataDir: data.dir, id });
+  const journal = await createJournal({ dataDir: data.dir, id, flushBytes: Number.POSITIVE_INFINITY });
   journal.append('turn/start', { turn: 1 });
   journal.append('user/message', { turn: 1, message: createUserMessage('go') });
   for (let i = 0; i < steps.length; i++) {
