@@ -50,9 +50,9 @@ const WARMUP_EVENTS = envInt('BENCH_STREAM_WARMUP_EVENTS', 50_000, 0);
 /** Warm-ups and CPU runs on the long 2,000-tool-call streams. */
 const TOOLS_RUNS = envInt('BENCH_STREAM_TOOLS_RUNS', 1);
 const GC_EACH_RUN = process.env.BENCH_STREAM_GC_EACH_RUN === '1';
-const STREAM_NAMES: readonly StreamName[] = envList('BENCH_STREAM_NAMES', Object.keys(STREAMS) as StreamName[], Object.keys(STREAMS) as StreamName[]);
-const SELECTED_MODES: readonly Mode[] = envList('BENCH_STREAM_MODES', MODES, MODES);
-const SELECTED: readonly Contender[] = envList('BENCH_STREAM_CONTENDERS', CONTENDERS, CONTENDERS);
+const STREAM_NAMES: readonly StreamName[] = envList('BENCH_STREAM_NAMES', Object.keys(STREAMS) as StreamName[]);
+const SELECTED_MODES: readonly Mode[] = envList('BENCH_STREAM_MODES', MODES);
+const SELECTED: readonly Contender[] = envList('BENCH_STREAM_CONTENDERS', CONTENDERS);
 /** The model call (adapter → middleware → assembler → journal; issue 9's contender) ÷ raw. */
 const CALL_TARGET = 1.25;
 /** The whole agent loop ÷ raw, CPU per event (issue 22). */

@@ -35,16 +35,18 @@ describe('bench envList', () => {
     delete process.env[name];
   });
 
-  it('reads known names (spaces trimmed), and the default when unset or empty', () => {
-    expect(envList(name, known, known)).toEqual(known);
+  it('reads known names (spaces trimmed), and every known name when unset or empty', () => {
+    expect(envList(name, known)).toEqual(known);
     process.env[name] = '';
-    expect(envList(name, known, ['burst'])).toEqual(['burst']);
+    expect(envList(name, known)).toEqual(known);
     process.env[name] = 'burst, paced';
-    expect(envList(name, known, known)).toEqual(['burst', 'paced']);
+    expect(envList(name, known)).toEqual(['burst', 'paced']);
+    process.env[name] = 'burst';
+    expect(envList(name, known)).toEqual(['burst']);
   });
 
   it('refuses a misspelt name before anything runs, naming it and the known ones', () => {
     process.env[name] = 'paced,bursts,';
-    expect(() => envList(name, known, known)).toThrow(`${name} names "bursts", "", which are not known; known: paced, burst. Unset it for the default (paced,burst).`);
+    expect(() => envList(name, known)).toThrow(`${name} names "bursts", "", which are not known; known: paced, burst. Unset it for all of them.`);
   });
 });
