@@ -8,12 +8,12 @@
  * Session ids of this store are file names; every method also takes a journal path (a copy, a
  * file elsewhere), as the CLI does.
  */
-import { closeSync, constants as fsConstants, existsSync, fsync as fsFsync, fsyncSync, linkSync, openSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
+import { closeSync, constants as fsConstants, existsSync, linkSync, openSync, readdirSync, renameSync, unlinkSync } from 'node:fs';
 import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { HarnessError } from '../kernel/errors.ts';
-import { ensureDirectory, fsyncDir, writeAll, writeAllSync } from './fs.ts';
+import { ensureDirectory, fsyncDirInPool, fsyncFile, writeAll, writeAllSync } from './fs.ts';
 import { lineBatches, type RawLine } from './lines.ts';
 import { acquireLock, isAlive, liveWriterPid, releaseLock } from './lock.ts';
 import { dataDirOf, lockPathOf, partialPathOf, partialPidOf, resolveSessionPath, sessionsDir } from './paths.ts';
@@ -60,7 +60,7 @@ class FileLease implements JournalLease {
   }
 
   sync(): Promise<void> {
-    return new Promise<void>((resolve, reject) => fsFsync(this.fd, (error) => (error ? reject(error) : resolve())));
+    return fsyncFile(this.fd);
   }
 
   async release(): Promise<void> {
@@ -124,11 +124,8 @@ export class FileJournalStore implements JournalStore {
 
   /**
    * Creates the journal file with the header line (and the prefix), fsyncs it and its folder,
-   * and returns its lease with the lock held. A half-written file is removed on any error.
-   */
-  /**
-   * Creates the journal file with the header line (and the prefix), fsyncs it and its folder,
-   * and returns its lease with the lock held. A half-written file is removed on any error.
+   * and returns its lease with the lock held. A half-written file is removed on any error. The
+   * fsyncs run in the thread pool, so the event loop turns meanwhile.
    *
    * With a prefix (a fork or an import: many events, a long copy) the file is written under a
    * temporary name (`<id>.jsonl.partial-<pid>`, which no reader lists) and linked to its final
@@ -169,7 +166,8 @@ export class FileJournalStore implements JournalStore {
       const target = fd;
       writeAllSync(target, Buffer.from(`${headerLine}\n`, 'utf8'));
       if (prefix !== undefined) await copyPrefix(target, prefix);
-      fsyncSync(target);
+      // Both fsyncs in the thread pool: creating a session does not stall the others' streams.
+      await fsyncFile(target);
       if (prefix !== undefined) {
         try {
           linkSync(writePath, path);
@@ -184,7 +182,7 @@ export class FileJournalStore implements JournalStore {
         }
         process.off('exit', removePartial);
       }
-      fsyncDir(dirname(path));
+      await fsyncDirInPool(dirname(path));
     } catch (error) {
       if (fd !== undefined) {
         closeSync(fd);

@@ -1,8 +1,9 @@
 /**
  * File-system helpers of the file store: making the data directory, whole-buffer writes, and
- * fsync of a directory.
+ * fsync of a file or a directory.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, statSync, write as fsWrite, writeSync } from 'node:fs';
+import { closeSync, fsync, fsyncSync, mkdirSync, openSync, statSync, write as fsWrite, writeSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { HarnessError } from '../kernel/errors.ts';
 
@@ -70,5 +71,26 @@ export function fsyncDir(dir: string): void {
     // some file systems cannot fsync a directory
   } finally {
     if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * fsync of an open file in the thread pool: the event loop (every other session's stream in a
+ * served process) does not wait for the disk.
+ */
+export function fsyncFile(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fsync(fd, (error) => (error ? reject(error) : resolve())));
+}
+
+/** {@link fsyncDir} in the thread pool (see {@link fsyncFile}); a file system that cannot is ignored. */
+export async function fsyncDirInPool(dir: string): Promise<void> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(dir, 'r');
+    await handle.sync();
+  } catch {
+    // some file systems cannot fsync a directory
+  } finally {
+    await handle?.close().catch(() => undefined);
   }
 }
