@@ -37,6 +37,7 @@ export { isKnownEventType, CORE_EVENT_TYPES } from './session/registry.ts';
 export { initialState, reduceEvent, foldEventsAsync, Folder } from './session/fold.ts';
 export { resolveSessionPath, sessionsDir, journalPath, assertSessionId, isSessionId, dataDirOf, lockPathOf } from './session/paths.ts';
 export { liveWriterPid } from './session/lock.ts';
+export { ensureDirectory } from './session/fs.ts';
 export { JOURNAL_FORMAT_VERSION, foldJournal, scanJournal, fileSource, parseEventLine, parseHeaderLine, type ScanOptions, type ScanResult } from './session/reader.ts';
 export { serializeEvent, StoreJournal, type JournalIoOptions } from './session/journal.ts';
 export { registeredStoreSchemes } from './session/store.ts';

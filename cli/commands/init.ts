@@ -7,9 +7,10 @@
  * never overwritten. harness-runtime is not on the npm registry: the next steps say to install it
  * from a tarball or a folder.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { existsSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { HarnessError } from '../../runtime/index.ts';
+import { ensureDirectory } from '../../runtime/internal.ts';
 import { cliVersion, shellQuote, type Io } from '../env.ts';
 
 /** The files `init` writes, relative to the project folder, with their text. */
@@ -113,7 +114,9 @@ test('the model calls word_count and answers with its result', async () => {
 
 /**
  * Writes the scaffold into `dir` (created when missing).
- * @throws HarnessError `INIT_TARGET_EXISTS` naming the files already there (nothing is written).
+ * @throws HarnessError `INIT_TARGET_EXISTS` naming the files already there (nothing is written);
+ *   `INIT_TARGET_INVALID` when a folder or file cannot be made there (a file in the way, no
+ *   permission, a path under /proc), naming the path and the system's reason.
  */
 export async function initCommand(dir: string | undefined, io: Io): Promise<number> {
   const target = resolve(dir ?? '.');
@@ -130,8 +133,19 @@ export async function initCommand(dir: string | undefined, io: Io): Promise<numb
     });
   }
   for (const [file, text] of Object.entries(files)) {
-    mkdirSync(join(target, file, '..'), { recursive: true });
-    writeFileSync(join(target, file), text);
+    const path = join(target, file);
+    try {
+      // Not mkdirSync({ recursive }): under /proc Node's retries forever, deaf to signals.
+      ensureDirectory(dirname(path));
+      writeFileSync(path, text);
+    } catch (error) {
+      const cause = HarnessError.is(error) && error.cause !== undefined ? error.cause : error;
+      const reason = cause instanceof Error ? cause.message : String(cause);
+      throw new HarnessError('INIT_TARGET_INVALID', `Cannot write ${path} (${reason}); give harness init a folder you can write to: harness init <dir>.`, {
+        cause: error,
+        details: { path: target, file, errno: (cause as NodeJS.ErrnoException).code ?? 'UNKNOWN' },
+      });
+    }
   }
   const { c } = io;
   // The folder as the user typed it, or its absolute path when that is shorter; a path relative to

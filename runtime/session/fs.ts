@@ -16,7 +16,14 @@ export function ensureDirectory(dir: string): void {
   const missing: string[] = [];
   try {
     for (let path = resolve(dir); ; path = dirname(path)) {
-      const info = statSync(path, { throwIfNoEntry: false });
+      let info: ReturnType<typeof statSync>;
+      try {
+        info = statSync(path, { throwIfNoEntry: false });
+      } catch (error) {
+        // A file on the way up: walk on to it, so the error names it (not "not a directory, stat <path under it>").
+        if ((error as NodeJS.ErrnoException).code !== 'ENOTDIR') throw error;
+        info = undefined;
+      }
       if (info !== undefined) {
         if (!info.isDirectory()) throw Object.assign(new Error(`${path} is a file, not a directory`), { code: 'ENOTDIR' });
         break;

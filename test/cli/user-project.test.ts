@@ -113,6 +113,21 @@ describe('harness init', () => {
     expect(again.stderr).toContain('error INIT_TARGET_EXISTS');
   });
 
+  it('a folder it cannot make is INIT_TARGET_INVALID naming the path and the reason (and /proc does not hang it)', async () => {
+    const base = folder('init-invalid');
+    const file = join(base, 'a-file');
+    writeFileSync(file, 'x');
+    const underFile = await harness(['init', join(file, 'agent')], { home: join(base, 'home') });
+    expect(underFile.code).toBe(1);
+    expect(underFile.stderr).toContain('error INIT_TARGET_INVALID');
+    expect(underFile.stderr).toContain(`${file} is a file, not a directory`);
+    // Node's recursive mkdir retries forever under /proc, deaf to SIGTERM: killed after 20 s, this fails.
+    const proc = await harness(['init', '/proc/harness-init-test/agent'], { home: join(base, 'home'), timeoutMs: 20_000 });
+    expect(proc.code).toBe(1);
+    expect(proc.stderr).toContain('error INIT_TARGET_INVALID');
+    expect(proc.stderr).toContain('/proc/harness-init-test');
+  });
+
   it('says cd with the folder as typed, or its absolute path when shorter, never a long relative path', async () => {
     const base = folder('init-cd');
     const cdOf = (stdout: string) => stdout.split('\n').find((line) => line.startsWith('  cd '));
