@@ -27,10 +27,11 @@ export function journalOfPrefix(prefix: string, dataDir: string): string | undef
   } catch {
     return undefined;
   }
+  // The ids, then the prefix: 'a1.jsonl' starts with 'a1.', the id 'a1' does not.
   const ids = names
-    .filter((name) => name.endsWith('.jsonl') && name.startsWith(prefix))
+    .filter((name) => name.endsWith('.jsonl'))
     .map((name) => name.slice(0, -'.jsonl'.length))
-    .filter(isSessionId)
+    .filter((id) => id.startsWith(prefix) && isSessionId(id))
     .sort();
   if (ids.length === 0) return undefined;
   const id = ids.length === 1 ? ids[0]! : baseOf(ids);

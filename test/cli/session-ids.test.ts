@@ -4,10 +4,10 @@
  * (`harness export 9b2419b8` → AMBIGUOUS_SESSION; now the prefix names the session its derived
  * copies come from); an empty journal was listed as UPDATED `1970-01-01` (now the file's time).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseOf } from '../../cli/find-session.ts';
+import { baseOf, journalOfPrefix } from '../../cli/find-session.ts';
 import { formatAgo } from '../../cli/format.ts';
 import { harness, projectRoot, tempDir } from './support.ts';
 
@@ -61,6 +61,16 @@ describe('baseOf and formatAgo', () => {
     expect(baseOf(['a1', 'a1.update-1', 'a1.sub1'])).toBe('a1');
     expect(baseOf(['a1', 'a12'])).toBeUndefined();
     expect(baseOf(['a1.update-1', 'a1.update-2'])).toBeUndefined();
+  });
+  it('matches a prefix against ids, not file names: "<id>." is the start of its derived copies only', () => {
+    const data = join(home.dir, 'prefix-data');
+    mkdirSync(join(data, 'sessions'), { recursive: true });
+    for (const name of ['a1', 'a1.update-1', 'a1.x']) writeFileSync(join(data, 'sessions', `${name}.jsonl`), '');
+    expect(journalOfPrefix('a', data)).toBe(join(data, 'sessions', 'a1.jsonl'));
+    // Before: 'a1.jsonl' starts with 'a1.' too, so the session itself was picked.
+    expect(() => journalOfPrefix('a1.', data)).toThrow('"a1." is the start of 2 session ids: a1.update-1, a1.x. Give more of the id.');
+    expect(journalOfPrefix('a1.u', data)).toBe(join(data, 'sessions', 'a1.update-1.jsonl'));
+    expect(journalOfPrefix('a1.j', data)).toBeUndefined();
   });
   it('shows an unknown time as —', () => {
     expect(formatAgo(0)).toBe('—');
