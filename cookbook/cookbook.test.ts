@@ -193,4 +193,18 @@ describe('cookbook examples', { timeout: 120_000 }, () => {
     expect(run.status).toBe(0);
     expect(run.stdout).toContain("'Hello from v2! You said: three'");
   });
+
+  it('an example that reads the shared fixtures says where it looked and which variable to set when they are not there', () => {
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const env = { ...process.env, HARNESS_FIXTURES_DIR: '/nonexistent/fixtures' };
+    for (const [example, wanted] of [
+      ['llm-adapter', '/nonexistent/fixtures/provider-streams, which is not there; set HARNESS_FIXTURES_DIR'],
+      ['import-dsh', '/nonexistent/fixtures/dsh-sessions/acp-agent/fs-read/session.jsonl, which is not there; set HARNESS_FIXTURES_DIR'],
+    ] as const) {
+      const run = spawnSync(process.execPath, ['--import', 'tsx', `cookbook/${example}.ts`], { cwd: root, encoding: 'utf8', timeout: 90_000, env });
+      expect(run.status, example).toBe(1);
+      // One line, no stack (before: a raw ENOENT stack trace).
+      expect(run.stderr.trim().split('\n'), example).toEqual([expect.stringContaining(wanted)]);
+    }
+  });
 });

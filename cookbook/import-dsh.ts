@@ -2,7 +2,7 @@
  * Cookbook: importing DeepSeek Harness sessions.
  * Run: npx tsx cookbook/import-dsh.ts   (reads ../shared/fixtures/dsh-sessions, or $HARNESS_FIXTURES_DIR)
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,10 @@ const fixtures = process.env.HARNESS_FIXTURES_DIR ? resolve(process.env.HARNESS_
 export const dshSession = join(fixtures, 'dsh-sessions/acp-agent/fs-read/session.jsonl');
 
 export async function main(file = dshSession) {
+  if (!existsSync(file))
+    throw new Error(
+      `This example imports ${file}, which is not there; set HARNESS_FIXTURES_DIR to the shared fixtures folder (the one with dsh-sessions/), or pass a DeepSeek Harness session file to main().`,
+    );
   // 1. In memory: their records → our events (seq = their record number + 1), checked against our assembler.
   const imported = await importDshSession(file);
   const types = new Map<string, number>();
@@ -37,4 +41,11 @@ export async function main(file = dshSession) {
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) console.log(await main());
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  try {
+    console.log(await main());
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exitCode = 1;
+  }
+}

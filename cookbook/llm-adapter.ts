@@ -2,7 +2,7 @@
  * Cookbook: adding an LLM adapter — an OpenAI-compatible provider, by config alone.
  * Run: npx tsx cookbook/llm-adapter.ts   (serves a recorded real stream from a local fixture server)
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,7 +32,10 @@ export function acmePlugin(baseURL: string) {
 export async function main(): Promise<{ text: string; usage: unknown; provider: string; requestPath: string }> {
   // harness-runtime/testing's loopback server, serving the recorded provider streams (`$HARNESS_FIXTURES_DIR`, else ../shared/fixtures).
   const fixtures = process.env.HARNESS_FIXTURES_DIR ?? fileURLToPath(new URL('../../shared/fixtures', import.meta.url));
-  const server = await startFixtureServer({ fixturesDir: join(fixtures, 'provider-streams') });
+  const streams = join(fixtures, 'provider-streams');
+  if (!existsSync(streams))
+    throw new Error(`This example serves a recorded provider stream from ${streams}, which is not there; set HARNESS_FIXTURES_DIR to the shared fixtures folder (the one with provider-streams/).`);
+  const server = await startFixtureServer({ fixturesDir: streams });
   server.enqueue('openai-chat/text-with-include-usage.sse'); // a recorded real response
   process.env.ACME_API_KEY ??= 'sk-acme-demo';
   const dataDir = mkdtempSync(join(tmpdir(), 'harness-cookbook-'));
@@ -53,4 +56,11 @@ export async function main(): Promise<{ text: string; usage: unknown; provider: 
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) console.log(await main());
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  try {
+    console.log(await main());
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exitCode = 1;
+  }
+}
