@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { HarnessError, listSessions, type JournalStore, type SessionSummary } from '../runtime/index.ts';
 import { isSessionId, sessionsDir } from '../runtime/internal.ts';
 import type { Io } from './env.ts';
-import { formatAgo, oneLine, printable } from './format.ts';
+import { formatAgo, oneLine, padColumns, printable } from './format.ts';
 
 /** How many candidates an ambiguous prefix lists. */
 const CANDIDATES_SHOWN = 8;
@@ -107,8 +107,8 @@ export async function pickSession(sessions: Sessions, workspace: string, io: Io)
   const titleWidth = 40;
   const { default: select } = await import('@inquirer/select');
   const choices = sorted.map((s) => {
-    const title = oneLine(s.title ?? '(untitled)', titleWidth).padEnd(titleWidth);
-    const where = oneLine(homeRelative(s.cwd ?? '—'), 36).padEnd(36);
+    const title = padColumns(oneLine(s.title ?? '(untitled)', titleWidth), titleWidth);
+    const where = padColumns(oneLine(homeRelative(s.cwd ?? '—'), 36), 36);
     const turns = `${s.turnCount} turn${s.turnCount === 1 ? '' : 's'}`.padEnd(9);
     return {
       value: refOf(s, sessions),

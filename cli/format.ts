@@ -3,6 +3,7 @@
  * and {@link printable}, which every text that came from a model, a tool or a journal goes through
  * before it reaches the terminal.
  */
+import stringWidth from 'string-width';
 import type { Message, TokenUsage, ToolResultBlock } from '../runtime/index.ts';
 
 /**
@@ -111,6 +112,16 @@ export function formatAgo(atMs: number, now = Date.now()): string {
 
 export function formatMs(ms: number): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** The terminal columns `text` takes: a wide character (CJK, most emoji) counts 2, a colour escape 0. */
+export function columnsOf(text: string): number {
+  return stringWidth(text);
+}
+
+/** `text` and spaces to fill `columns` terminal columns (see {@link columnsOf}); a wider text as it is. */
+export function padColumns(text: string, columns: number): string {
+  return text + ' '.repeat(Math.max(0, columns - stringWidth(text)));
 }
 
 /** One printable line, at most `max` characters (an ellipsis marks the cut). */

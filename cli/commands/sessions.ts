@@ -9,7 +9,7 @@ import { forkSession, HarnessError, listSessions, writeImportedSession, type Ses
 import { selfCommand, shellQuote, type Io } from '../env.ts';
 import { homeRelative } from '../find-session.ts';
 import { forkInsideTurnMessage, forkPastDamageError, lastSeqOf } from '../fork-seqs.ts';
-import { compactCount, formatAgo, oneLine, printable } from '../format.ts';
+import { columnsOf, compactCount, formatAgo, oneLine, padColumns, printable } from '../format.ts';
 import { openHarnessForReading, selfWithGlobals, sessionArgument, sessionRef, sessionSource, statOf, storeName, type GlobalOptions } from '../setup.ts';
 
 /** A summary as the CLI lists it: `id` is what other commands take; `headerId` when the header says otherwise. */
@@ -52,9 +52,9 @@ export async function sessionsCommand(options: { json?: boolean; workspace?: str
       return [printable(s.id), `${title === '—' ? c.dim(title) : title}${copy}`, where, String(s.turnCount), tokens, formatAgo(s.lastUpdateAtMs)];
     });
     const head = ['ID', 'TITLE', 'WORKSPACE', 'TURNS', 'TOKENS in/out', 'UPDATED'];
-    const visible = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '').length;
-    const widths = head.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i]!))));
-    const pad = (text: string, i: number) => text + ' '.repeat(widths[i]! - visible(text));
+    // Terminal columns, not characters: a title in CJK takes two per character.
+    const widths = head.map((h, i) => Math.max(columnsOf(h), ...rows.map((r) => columnsOf(r[i]!))));
+    const pad = (text: string, i: number) => padColumns(text, widths[i]!);
     io.out.write(`${c.dim(head.map(pad).join('  ').trimEnd())}\n`);
     for (const row of rows) io.out.write(`${row.map(pad).join('  ').trimEnd()}\n`);
     io.out.write(c.dim(`${sessions.length} session${sessions.length === 1 ? '' : 's'}${workspace === undefined ? '' : ` of ${printable(workspace)}`} in ${storeName(harness)}\n`));

@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseOf, journalOfPrefix } from '../../cli/find-session.ts';
-import { formatAgo } from '../../cli/format.ts';
+import { columnsOf, formatAgo } from '../../cli/format.ts';
 import { harness, projectRoot, tempDir } from './support.ts';
 
 const home = tempDir('session-ids');
@@ -44,6 +44,26 @@ describe('session ids and prefixes', { timeout: 120_000 }, () => {
     const update = await harness(['replay', `${id}.upd`, '--json'], opts());
     expect(update.code, update.stderr).toBe(0);
     expect(update.stdout).toContain(updateId);
+  });
+
+  it('lines up the sessions table in terminal columns: a CJK title takes two per character (before: the columns after it moved right)', async () => {
+    const own = tempDir('session-ids-wide');
+    try {
+      const demo = join(projectRoot, 'cookbook/demo-workspace');
+      for (const prompt of ['日本語のテスト', 'plain ascii title']) {
+        const ran = await harness(['run', prompt, '--cwd', demo, '--approve', 'deny-all'], { home: own.dir });
+        expect(ran.code, ran.stderr).toBe(0);
+      }
+      const listed = await harness(['sessions', '--no-color'], { home: own.dir });
+      const rows = listed.stdout.split('\n').filter((line) => line.includes('demo-workspace'));
+      expect(rows).toHaveLength(2);
+      // Where WORKSPACE starts, in terminal columns: the same on both rows.
+      const starts = rows.map((row) => columnsOf(row.slice(0, row.search(/\S*demo-workspace/))));
+      expect(starts[0]).toBe(starts[1]);
+      expect(rows.some((row) => row.includes('日本語のテスト'))).toBe(true);
+    } finally {
+      own.cleanup();
+    }
   });
 
   it('lists an empty journal with its file time, not 1970-01-01', async () => {
