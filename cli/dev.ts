@@ -16,7 +16,7 @@
  * Lines are printed through `notify`, which never splits a streamed line (see `LiveRenderer.notice`).
  */
 import { watch, type FSWatcher } from 'chokidar';
-import { dirname, resolve, sep } from 'node:path';
+import { basename, dirname, resolve, sep } from 'node:path';
 import {
   appliedConfig,
   applyConfig,
@@ -120,8 +120,15 @@ export class DevWatcher {
     this.watcher = watcher;
     watcher.on('all', (_event, path) => this.changed(resolve(path)));
     await new Promise<void>((ready) => watcher.once('ready', () => ready()));
-    const names = [...this.folders.values()].flat();
-    const pending = pluginsNotRunning(this.harness).length;
+    // The running plugins by name; one that did not load has no name yet: its module's file.
+    const notRunning = pluginsNotRunning(this.harness);
+    const names = [
+      ...[...this.folders.values()].flat(),
+      ...notRunning.flatMap((entry) =>
+        entry.module === undefined || entry.module.includes(`${sep}node_modules${sep}`) ? [] : [`${basename(dirname(entry.module))}/${basename(entry.module)} not loaded yet`],
+      ),
+    ];
+    const pending = notRunning.length;
     this.hadMissing = pending > 0;
     this.notify(
       c.dim(

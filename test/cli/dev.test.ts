@@ -282,6 +282,8 @@ describe('harness dev', { timeout: 240_000 }, () => {
 
     const { dev, io, exited, waitFor } = startDev(config, home, dir);
     await waitFor((o) => o.includes('waiting for 1 plugin to load'), 'the watcher');
+    // The plugin that did not load is named by its file (before: an empty name, "(llm-scripted, tools-workspace, approvals)" for 4 folders).
+    expect(io.out).toContain('watching 4 plugin folders (llm-scripted, tools-workspace, approvals, notes/index.ts not loaded yet)');
     expect(io.err).toContain('error PLUGIN_IMPORT_FAILED: Could not import plugin module');
     expect(io.err).toContain(`(at ${notes}:${brokenLine}:`);
     expect(io.err).toContain(`hint: dev goes on without ${notes} and sends no prompt until it loads`);
