@@ -30,6 +30,12 @@ function resultLines(text: string, isError: boolean, io: Io, full: boolean): { l
   return { lines: shown, more, diff };
 }
 
+/** The tool call an event is about, if it is about one. */
+function callIdOf(event: ForwardedEvent): string | undefined {
+  const data = event.data as { readonly callId?: unknown };
+  return typeof data.callId === 'string' ? data.callId : undefined;
+}
+
 /** A child session's short name: `sub1` of `<parent>.sub1`, else its id. */
 export function subagentLabel(sessionId: string): string {
   const match = /\.(sub\d+)$/.exec(sessionId);
@@ -44,7 +50,13 @@ export class LiveRenderer {
   private midLine = false;
   private current: 'reasoning' | 'text' | undefined;
   private readonly toolNames = new Map<string, string>();
-  private readonly shownWaiters = new Map<string, () => void>();
+  /** Calls a person is to be asked about ({@link askingAbout}), each with what starts its question. */
+  private readonly toAsk = new Map<string, () => void>();
+  /**
+   * The call whose question is on the terminal, and the events that came meanwhile: printed once the
+   * call's decision has been (see {@link askingAbout}).
+   */
+  private asking: { readonly callId: string; readonly held: ForwardedEvent[] } | undefined;
   /** The streamed text of the current block, made printable fragment by fragment. */
   private stream = new PrintableStream();
   /** The next reasoning text starts a line (and gets {@link REASONING_MARK}). */
@@ -88,14 +100,33 @@ export class LiveRenderer {
   /**
    * Prints a line that comes from outside the turn (a plugin reloaded) without splitting the
    * streamed output: at once when no line is open, else at the end of the line being streamed —
-   * the next line end the reply writes, or when its block, the call or the turn ends.
+   * the next line end the reply writes, or when its block, the call or the turn ends. While a
+   * question is asked, after the line of its decision.
    */
   notice(text: string): void {
-    if (!this.midLine) return this.line(text);
+    if (!this.midLine && this.asking === undefined) return this.line(text);
     this.notices.push(text);
   }
 
   event(event: ForwardedEvent): void {
+    if (event.type === 'turn/end' && event.origin === undefined) this.endQuestions();
+    const asking = this.asking;
+    if (asking !== undefined && (event.origin !== undefined || callIdOf(event) !== asking.callId)) {
+      asking.held.push(event);
+      return;
+    }
+    this.render(event);
+    if (event.origin !== undefined) return;
+    if (event.type === 'tool/call') this.nextQuestion();
+    else if (event.type === 'approval/decided' && asking !== undefined) {
+      // The answer and its decision are printed: what came meanwhile follows (a later call's line may open its question).
+      this.asking = undefined;
+      this.nextQuestion();
+      for (const held of asking.held) this.event(held);
+    }
+  }
+
+  private render(event: ForwardedEvent): void {
     const { c } = this.io;
     if (event.origin !== undefined) return this.childEvent(event, event.origin);
     switch (event.type) {
@@ -113,8 +144,6 @@ export class LiveRenderer {
       case 'tool/call':
         this.toolNames.set(event.data.callId, event.data.name);
         this.line(`${c.cyan('→')} ${c.bold(printable(event.data.name))} ${c.dim(formatArguments(event.data.arguments))}`);
-        this.shownWaiters.get(event.data.callId)?.();
-        this.shownWaiters.delete(event.data.callId);
         break;
       case 'approval/decided':
         if (event.data.decision === 'deny') this.line(c.red(`  ✗ denied (${printable(event.data.decidedBy)}${event.data.reason ? `: ${oneLine(event.data.reason, 300)}` : ''})`));
@@ -153,18 +182,44 @@ export class LiveRenderer {
   }
 
   /**
-   * Resolves once the tool call has been printed (the loop asks for approval right after journaling
-   * the call; the question must come after the call's line).
+   * Resolves when the question about a tool call may be asked: once the call's line has been printed
+   * (and an earlier question's decision). From then until the call's decision is printed, everything
+   * else is held back and printed after it: the loop journals all the calls of a step before it asks
+   * about the first, and the next call's `→` line (or a spinner) must not land on the question's line
+   * — the question is asked right below the line of the call it is about.
    */
-  whenShown(callId: string): Promise<void> {
-    if (this.toolNames.has(callId)) return Promise.resolve();
-    return new Promise((done) => this.shownWaiters.set(callId, done));
+  askingAbout(callId: string): Promise<void> {
+    return new Promise((done) => {
+      this.toAsk.set(callId, done);
+      this.nextQuestion();
+    });
   }
 
-  /** Stops the spinner and closes the line (the run is over). */
+  /** Stops the spinner and closes the line (the run is over); prints what a question held back. */
   finish(): void {
+    this.endQuestions();
     this.pause();
     this.breakLine();
+  }
+
+  /** Opens the question of the first call to ask about whose line is printed, unless one is open. */
+  private nextQuestion(): void {
+    if (this.asking !== undefined) return;
+    for (const [callId, start] of this.toAsk) {
+      if (!this.toolNames.has(callId)) continue;
+      this.toAsk.delete(callId);
+      this.asking = { callId, held: [] };
+      start();
+      return;
+    }
+  }
+
+  /** No decision is coming (the turn ended): what was held back is printed, nothing is held any more. */
+  private endQuestions(): void {
+    this.toAsk.clear();
+    const held = this.asking?.held ?? [];
+    this.asking = undefined;
+    for (const event of held) this.render(event);
   }
 
   private chunk(chunk: StreamChunk): void {
