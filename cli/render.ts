@@ -30,10 +30,15 @@ function resultLines(text: string, isError: boolean, io: Io, full: boolean): { l
   return { lines: shown, more, diff };
 }
 
-/** The tool call an event is about, if it is about one. */
-function callIdOf(event: ForwardedEvent): string | undefined {
+/** A tool call's key: its id after the ids of the child sessions it was made in (a subagent's call has an origin). */
+function callKey(call: { readonly callId: string; readonly origin?: readonly string[] | undefined }): string {
+  return JSON.stringify([...(call.origin ?? []), call.callId]);
+}
+
+/** The key of the tool call an event is about, if it is about one. */
+function callKeyOf(event: ForwardedEvent): string | undefined {
   const data = event.data as { readonly callId?: unknown };
-  return typeof data.callId === 'string' ? data.callId : undefined;
+  return typeof data.callId === 'string' ? callKey({ callId: data.callId, origin: event.origin }) : undefined;
 }
 
 /** A child session's short name: `sub1` of `<parent>.sub1`, else its id. */
@@ -50,13 +55,15 @@ export class LiveRenderer {
   private midLine = false;
   private current: 'reasoning' | 'text' | undefined;
   private readonly toolNames = new Map<string, string>();
-  /** Calls a person is to be asked about ({@link askingAbout}), each with what starts its question. */
+  /** The calls whose `→` line is printed, a subagent's too ({@link callKey}). */
+  private readonly shownCalls = new Set<string>();
+  /** Calls a person is to be asked about ({@link askingAbout}), by key, each with what starts its question. */
   private readonly toAsk = new Map<string, () => void>();
   /**
    * The call whose question is on the terminal, and the events that came meanwhile: printed once the
    * call's decision has been (see {@link askingAbout}).
    */
-  private asking: { readonly callId: string; readonly held: ForwardedEvent[] } | undefined;
+  private asking: { readonly key: string; readonly held: ForwardedEvent[] } | undefined;
   /** The streamed text of the current block, made printable fragment by fragment. */
   private stream = new PrintableStream();
   /** The next reasoning text starts a line (and gets {@link REASONING_MARK}). */
@@ -111,14 +118,16 @@ export class LiveRenderer {
   event(event: ForwardedEvent): void {
     if (event.type === 'turn/end' && event.origin === undefined) this.endQuestions();
     const asking = this.asking;
-    if (asking !== undefined && (event.origin !== undefined || callIdOf(event) !== asking.callId)) {
+    const key = callKeyOf(event);
+    if (asking !== undefined && key !== asking.key) {
       asking.held.push(event);
       return;
     }
     this.render(event);
-    if (event.origin !== undefined) return;
-    if (event.type === 'tool/call') this.nextQuestion();
-    else if (event.type === 'approval/decided' && asking !== undefined) {
+    if (event.type === 'tool/call' && key !== undefined) {
+      this.shownCalls.add(key);
+      this.nextQuestion();
+    } else if (event.type === 'approval/decided' && asking !== undefined) {
       // The answer and its decision are printed: what came meanwhile follows (a later call's line may open its question).
       this.asking = undefined;
       this.nextQuestion();
@@ -186,11 +195,13 @@ export class LiveRenderer {
    * (and an earlier question's decision). From then until the call's decision is printed, everything
    * else is held back and printed after it: the loop journals all the calls of a step before it asks
    * about the first, and the next call's `→` line (or a spinner) must not land on the question's line
-   * — the question is asked right below the line of the call it is about.
+   * — the question is asked right below the line of the call it is about. A subagent's call (its
+   * request has an origin) is found by its `[sub1] →` line; questions are asked one at a time, in
+   * the order they were asked for (a subagent's may come while its parent's is open).
    */
-  askingAbout(callId: string): Promise<void> {
+  askingAbout(call: { readonly callId: string; readonly origin?: readonly string[] }): Promise<void> {
     return new Promise((done) => {
-      this.toAsk.set(callId, done);
+      this.toAsk.set(callKey(call), done);
       this.nextQuestion();
     });
   }
@@ -205,10 +216,10 @@ export class LiveRenderer {
   /** Opens the question of the first call to ask about whose line is printed, unless one is open. */
   private nextQuestion(): void {
     if (this.asking !== undefined) return;
-    for (const [callId, start] of this.toAsk) {
-      if (!this.toolNames.has(callId)) continue;
-      this.toAsk.delete(callId);
-      this.asking = { callId, held: [] };
+    for (const [key, start] of this.toAsk) {
+      if (!this.shownCalls.has(key)) continue;
+      this.toAsk.delete(key);
+      this.asking = { key, held: [] };
       start();
       return;
     }

@@ -525,7 +525,7 @@ class Repl {
   }
 
   private async ask(request: ApprovalRequest, renderer: LiveRenderer, signal: AbortSignal): Promise<AskAnswer> {
-    await renderer.askingAbout(request.callId);
+    await renderer.askingAbout(request);
     renderer.pause();
     renderer.breakLine();
     const cancelled = () => ({ none: this.cancelledBy ?? 'the turn was cancelled' });

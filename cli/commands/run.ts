@@ -241,7 +241,7 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
  * at the question answers no and cancels the turn, as Ctrl-C does anywhere in a run.
  */
 async function askOnce(request: ApprovalRequest, io: Io, renderer: LiveRenderer, signal: AbortSignal, cancelledBy: () => string | undefined, workspace: string): Promise<AskAnswer> {
-  await renderer.askingAbout(request.callId);
+  await renderer.askingAbout(request);
   renderer.pause();
   renderer.breakLine();
   if (signal.aborted) return { allow: false, reason: `no answer (${cancelledBy() ?? 'the turn was cancelled'})` };

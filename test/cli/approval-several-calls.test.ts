@@ -8,6 +8,11 @@
  * right after its own call's line, on a line of its own, and the lines of the later calls wait until
  * the question has been answered and its decision shown.
  *
+ * A subagent's calls go through the same questions (inherited approvals, with an origin): the CLI
+ * waited for a `→` line of the parent's with the child's call id, which never came, so the run hung
+ * with a spinner; now the child's question comes below its `[sub1] →` line, after the parent's
+ * question is answered (one question at a time).
+ *
  * Needs tmux (`apt-get install tmux`; .ci/run installs it). Without tmux the test is skipped locally
  * and fails on CI.
  */
@@ -45,6 +50,38 @@ const config = writeProject(join(project.dir, 'project'), {
           },
         },
         { reply: { text: 'Both asked about.' } },
+      ],
+    },
+  },
+});
+
+/** The parent's step runs a subagent (whose step has two calls) and a command of its own. */
+const subagentConfig = writeProject(join(project.dir, 'subagent-project'), {
+  defaults: { provider: 'scripted', model: 'nested' },
+  plugins: [{ name: 'llm-scripted' }, { name: 'tools-workspace' }, { name: 'approvals' }, { name: 'subagents' }],
+  scripts: {
+    nested: {
+      replies: [
+        {
+          when: { userIncludes: 'child task', step: 1 },
+          reply: {
+            toolCalls: [
+              { name: 'exec_command', arguments: { command: 'echo child > child.txt' } },
+              { name: 'write_file', arguments: { path: 'child2.txt', content: 'x' } },
+            ],
+          },
+        },
+        { when: { userIncludes: 'child task' }, reply: { text: 'Child done.' } },
+        {
+          when: { step: 1 },
+          reply: {
+            toolCalls: [
+              { name: 'run_subagent', arguments: { prompt: 'child task' } },
+              { name: 'exec_command', arguments: { command: 'echo parent > parent.txt' } },
+            ],
+          },
+        },
+        { reply: { text: 'Parent done.' } },
       ],
     },
   },
@@ -150,5 +187,33 @@ describe.skipIf(!hasTmux && !process.env.CI)('approval questions for a step of s
     expect(screen).toContain('EXITED:0');
     expect(screen).toContain('✗ denied (user: the user said no)');
     expectAnswersApplied(home, workspace);
+  });
+
+  it("harness run with a subagent: the child's questions are asked below its own calls' lines, after the parent's", async () => {
+    const home = join(project.dir, 'home-subagent');
+    const workspace = join(project.dir, 'ws-subagent');
+    mkdirSync(workspace, { recursive: true });
+    const { t } = await terminalFor('subagent', `'${process.execPath}' '${bin}' run --config '${subagentConfig}' --cwd '${workspace}' 'do it'`, home);
+    let screen = await t.waitFor((s) => s.includes(EXEC_QUESTION), "the question about the parent's exec_command");
+    let lines = linesOf(screen);
+    expect(lines[lineWith(lines, EXEC_QUESTION) - 1]).toBe('→ exec_command {"command":"echo parent > parent.txt"}');
+    t.type('y');
+    screen = await t.waitFor((s) => s.includes(`${EXEC_QUESTION} y`) && s.split(EXEC_QUESTION).length === 3, "the question about the child's exec_command");
+    lines = linesOf(screen);
+    const childQuestion = lines.findLastIndex((line) => line.startsWith(EXEC_QUESTION));
+    expect(lines[childQuestion - 1]).toBe('  [sub1] → exec_command {"command":"echo child > child.txt"}');
+    expect(lines.slice(childQuestion).join('')).toBe(EXEC_QUESTION);
+    t.type('y');
+    screen = await t.waitFor((s) => s.includes(WRITE_QUESTION), "the question about the child's write_file");
+    lines = linesOf(screen);
+    expect(lines[lineWith(lines, WRITE_QUESTION) - 1]).toBe('  [sub1] → write_file {"path":"child2.txt","content":"x"}');
+    t.type('n');
+    screen = await t.waitFor((s) => s.includes('EXITED:'), 'the run to end');
+    expect(screen).toContain('EXITED:0');
+    expect(screen).toContain('[sub1] ✗ denied (user: the user said no)');
+    expect(screen).toContain('Parent done.');
+    expect(readFileSync(join(workspace, 'parent.txt'), 'utf8')).toBe('parent\n');
+    expect(readFileSync(join(workspace, 'child.txt'), 'utf8')).toBe('child\n');
+    expect(existsSync(join(workspace, 'child2.txt'))).toBe(false);
   });
 });
