@@ -10,8 +10,9 @@
  * 128 + the signal's number (143 for SIGTERM, 129 for SIGHUP), or 0 for a closed pipe (output nobody
  * reads is not an error). With no handler registered the process exits as soon as its output is
  * flushed (at most {@link STOP_FLUSH_MS}). A second signal exits after at most
- * {@link SECOND_STOP_FLUSH_MS} of flushing; a wind-down that takes longer than {@link STOP_GRACE_MS}
- * exits at once.
+ * {@link SECOND_STOP_FLUSH_MS} of flushing — once the wind-downs held with {@link holdExitUntil}
+ * have settled (`harness serve`: its running turns journaled and their journals closed); a
+ * wind-down that takes longer than {@link STOP_GRACE_MS} exits at once.
  *
  * Output: writes to a pipe are asynchronous in Node, so `process.exit()` right after a command would
  * drop whatever a slow reader has not taken yet (`harness replay --json | (sleep 1; jq …)`). Every
@@ -43,6 +44,8 @@ export const STOP_FLUSH_MS = 2_000;
 export const SECOND_STOP_FLUSH_MS = 250;
 
 const handlers = new Set<(request: StopRequest) => void>();
+/** The wind-downs a second stop request waits for before it exits (see {@link holdExitUntil}). */
+const held = new Set<Promise<void>>();
 let requested: StopRequest | undefined;
 let installed = false;
 /** The streams {@link exitAfterFlush} flushes (those of the installed Io). */
@@ -85,11 +88,29 @@ export function untilStopped(): Promise<number> {
   });
 }
 
+/**
+ * Holds the exit of a second stop request until `windDown` settles: what must be on disk before the
+ * process ends whatever else happens (a server's running turns, aborted and journaled; their
+ * journals closed). Still bounded by {@link STOP_GRACE_MS} after the first request.
+ */
+export function holdExitUntil(windDown: Promise<unknown>): void {
+  const settled = windDown.then(
+    () => undefined,
+    () => undefined,
+  );
+  held.add(settled);
+  void settled.then(() => held.delete(settled));
+}
+
 /** Asks the running command to stop (see the module doc). */
 export function requestStop(request: StopRequest): void {
   if (requested !== undefined) {
-    // A second request: no more waiting for the command, a short one for the output.
-    if (request.cause !== 'EPIPE') void exitAfterFlush(requested.exitCode, SECOND_STOP_FLUSH_MS);
+    // A second request: no more waiting for the command, a short one for the output — but not before
+    // the held wind-downs settle (a journal cut off before its turn's end would lose the turn's close).
+    if (request.cause === 'EPIPE') return;
+    const code = requested.exitCode;
+    if (held.size === 0) void exitAfterFlush(code, SECOND_STOP_FLUSH_MS);
+    else void Promise.all(held).then(() => exitAfterFlush(code, SECOND_STOP_FLUSH_MS));
     return;
   }
   requested = request;

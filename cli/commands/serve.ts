@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import type { Harness } from '../../runtime/index.ts';
 import servePlugin, { checkToken, TOKEN_ENV, type ServeService, type StartOptions } from '../../plugins/serve/index.ts';
 import type { Io } from '../env.ts';
-import { untilStopped } from '../lifecycle.ts';
+import { holdExitUntil, onStop, untilStopped } from '../lifecycle.ts';
 import { checkWorkspace, openHarness, storeName, type GlobalOptions } from '../setup.ts';
 
 export interface ServeOptions {
@@ -43,9 +43,18 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
     if (server.tokenGenerated) io.out.write(`token: ${server.token}\n(set ${TOKEN_ENV} to choose it; send it as "Authorization: Bearer <token>")\n`);
     if (server.host !== '127.0.0.1' && server.host !== '::1')
       io.err.write(io.c.yellow(`warning: bound to ${server.host}: anyone who can reach it and has the token can run tools in your workspaces\n`));
-    const code = await untilStopped();
-    await server.close();
-    return code;
+    // A stop request starts the close at once (running turns aborted, journaled, their journals
+    // closed), and the process does not exit before it is done — not even on a second signal, which
+    // a closed terminal (the kernel's SIGHUP and the shell's) or a supervisor killing a process group
+    // delivers right after the first.
+    const disposeStop = onStop(() => holdExitUntil(server.close()));
+    try {
+      const code = await untilStopped();
+      await server.close();
+      return code;
+    } finally {
+      disposeStop();
+    }
   } finally {
     await harness.dispose();
   }
