@@ -71,14 +71,14 @@ export function onStop(handler: (request: StopRequest) => void): () => void {
 }
 
 /**
- * Waits until a long-running command (serve, view) should end: Ctrl-C resolves 0, a stop request its
- * exit code (143 for SIGTERM, …).
+ * Waits until a long-running command (serve, view) should end: Ctrl-C resolves 130 (interrupted, as
+ * the README's exit codes and `harness run` have it), a stop request its exit code (143 for SIGTERM, …).
  */
 export function untilStopped(): Promise<number> {
   return new Promise<number>((done) => {
     const onSigint = (): void => {
       disposeStop();
-      done(0);
+      done(130);
     };
     process.once('SIGINT', onSigint);
     const disposeStop = onStop((request) => {

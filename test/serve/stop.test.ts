@@ -8,7 +8,7 @@
  * child's turn ended), so the second signal always lands before the turn is journaled.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cleanEnv, bin, harness, pluginModule, projectRoot, readEvents, tempDir } from '../cli/support.ts';
@@ -121,4 +121,15 @@ describe('harness serve stopped while a tool runs', { timeout: 60_000 }, () => {
       expect(verify.code).toBe(0);
     });
   }
+
+  it('Ctrl-C (SIGINT): the turn is journaled aborted and the process exits 130, as the README says', async () => {
+    const served = await serveWithRunningTool('SIGINT');
+    served.child.kill('SIGINT');
+    expect(await served.exited).toBe(130);
+    const path = join(served.home, 'sessions', `${served.id}.jsonl`);
+    expect(readEvents(path).at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 1, reason: 'aborted' } });
+    expect(existsSync(`${path}.lock`)).toBe(false);
+    const readme = readFileSync(join(projectRoot, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    expect(readme).toContain('130 interrupted (Ctrl-C)');
+  });
 });
