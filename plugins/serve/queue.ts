@@ -108,11 +108,11 @@ export class TurnQueue {
    * submit again, to any worker, without risking a second turn. The job's id is derived from the
    * session and the key; a key is remembered as long as the queue keeps the job (pg-boss's
    * archive: 7 days by default).
-   * @throws HarnessError `SESSION_NOT_FOUND`, `EMPTY_PROMPT`, `IDEMPOTENCY_KEY_REUSED` (the key
+   * @throws HarnessError `SESSION_NOT_FOUND`, `EMPTY_PROMPT`, `UNKNOWN_PROVIDER`, `IDEMPOTENCY_KEY_REUSED` (the key
    *   queued a different turn).
    */
   async submit(sessionId: string, input: TurnInput, options: { idempotencyKey?: string } = {}): Promise<QueuedTurn> {
-    if (typeof input.prompt !== 'string' || input.prompt.trim() === '') throw new HarnessError('EMPTY_PROMPT', 'The prompt is empty; say what the agent should do.');
+    this.turns.checkTurnInput(input);
     const id = options.idempotencyKey === undefined ? undefined : jobIdOf(sessionId, options.idempotencyKey);
     if (id !== undefined) {
       const earlier = await this.earlier(id, sessionId, input);

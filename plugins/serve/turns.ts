@@ -308,7 +308,7 @@ export class TurnService {
   /**
    * Starts a turn and returns once its `turn/start` is journaled; the turn runs on. Its events are
    * on {@link events}; {@link turnEnd} resolves with its `turn/end`.
-   * @throws HarnessError `EMPTY_PROMPT` (400), `UNKNOWN_POLICY` (400), `SESSION_NOT_FOUND` (404),
+   * @throws HarnessError `EMPTY_PROMPT` (400), `UNKNOWN_PROVIDER` (400), `UNKNOWN_POLICY` (400), `SESSION_NOT_FOUND` (404),
    *   `SESSION_BUSY` (409: this server runs a turn in it), `JOURNAL_LOCKED` (409: another process
    *   writes it), `WORKSPACE_NOT_FOUND`.
    */
@@ -336,7 +336,7 @@ export class TurnService {
   /** Starts a turn, or (`replayed`) finds the one job `jobId` started already. */
   private async start(sessionId: string, input: TurnInput, jobId?: string): Promise<{ turn: SubmittedTurn; replayed: boolean }> {
     this.assertOpen();
-    if (typeof input.prompt !== 'string' || input.prompt.trim() === '') throw new HarnessError('EMPTY_PROMPT', 'The prompt is empty; say what the agent should do.');
+    this.checkTurnInput(input);
     // An idempotency key's submit journals its request's digest with the key: the key sent again
     // with another request is a conflict, as on the queue (which compares the queued input).
     const requestDigest = jobId?.startsWith('key:') ? requestDigestOf(input) : undefined;
@@ -414,6 +414,25 @@ export class TurnService {
     running.startSeq = start.seq;
     void this.finishTurn(sessionId, running, iterator, settleDone);
     return { turn: { sessionId, turn: start.data.turn, startSeq: start.seq }, replayed: false };
+  }
+
+  /**
+   * Checks what can be checked of a turn before anything is journaled: a prompt, and a provider
+   * this harness has a route for (a model alone is left to the session's last call and the config's
+   * defaults, as a run resolves it). Every worker of a queue loads the same config, so this
+   * process's routes answer for all of them.
+   * @throws HarnessError `EMPTY_PROMPT`, `UNKNOWN_PROVIDER` (naming the provider and the known ones).
+   */
+  checkTurnInput(input: TurnInput): void {
+    if (typeof input.prompt !== 'string' || input.prompt.trim() === '') throw new HarnessError('EMPTY_PROMPT', 'The prompt is empty; say what the agent should do.');
+    const { provider } = input;
+    if (provider === undefined || this.harness.ctx.llm.hasRoute(provider)) return;
+    const known = [...new Set(this.harness.ctx.llm.routes().map((route) => route.provider))];
+    throw new HarnessError(
+      'UNKNOWN_PROVIDER',
+      `No adapter serves provider ${JSON.stringify(provider)}. ${known.length > 0 ? `Known providers: ${known.join(', ')}.` : "No provider is registered: the server's config loads no model plugin."} Leave provider out to use the session's or the config's default.`,
+      { details: { provider, known } },
+    );
   }
 
   /**

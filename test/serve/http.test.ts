@@ -104,6 +104,23 @@ describe('auth and errors', () => {
     // Nothing of the refused requests was journaled.
     expect((await journalEvents(id)).length).toBe(0);
   });
+
+  it('answers 400 UNKNOWN_PROVIDER for a provider no adapter serves, naming it and the known ones, and journals nothing', async () => {
+    const id = await newSession();
+    const unknown = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'x', provider: 'nope' });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.code).toBe('UNKNOWN_PROVIDER');
+    expect(unknown.body.error.message).toContain('provider "nope"');
+    expect(unknown.body.error.message).toContain('Known providers: scripted.');
+    expect((await journalEvents(id)).length).toBe(0);
+    // A model alone is still resolved with the config's default provider, and a known provider runs.
+    const modelOnly = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'x', model: 'test' });
+    expect(modelOnly.status).toBe(202);
+    expect((await s.server.turns.turnEnd(id))?.data.reason).toBe('completed');
+    const known = await s.api('POST', `/v1/sessions/${id}/turns`, { prompt: 'x', provider: 'scripted', model: 'test' });
+    expect(known.status).toBe(202);
+    expect((await s.server.turns.turnEnd(id))?.data.reason).toBe('completed');
+  });
 });
 
 describe('finding the API', () => {
