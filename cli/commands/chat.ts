@@ -26,7 +26,7 @@ import { shellQuote, type Io } from '../env.ts';
 import { sessionsOfWorkspace } from '../find-session.ts';
 import { forkInsideTurnMessage } from '../fork-seqs.ts';
 import { formatAgo, oneLine, printable } from '../format.ts';
-import { onStop, type StopRequest } from '../lifecycle.ts';
+import { holdExitUntil, onStop, type StopRequest } from '../lifecycle.ts';
 import { BRACKETED_PASTE_OFF, BRACKETED_PASTE_ON, filteredTerminalInput, fromEditedLine } from '../line-input.ts';
 import { markdownFor, type RenderMarkdown } from '../markdown.ts';
 import { promptTooLarge } from '../prompt.ts';
@@ -85,7 +85,12 @@ export async function chatCommand(options: TurnOptions, globals: GlobalOptions, 
   let repl: Repl | undefined;
   // A stop before the REPL runs ends the command before anything is opened; while it runs, it quits it.
   let stopped: StopRequest | undefined;
+  // Settles once the session's journal is closed (below): a second SIGTERM/SIGHUP (a closed
+  // terminal sends two) waits for it, so a running turn's abort is journaled before the exit.
+  let journalClosed!: () => void;
+  const closing = new Promise<void>((done) => (journalClosed = done));
   const disposeStop = onStop((request) => {
+    holdExitUntil(closing);
     stopped = request;
     void repl?.stop(request);
   });
@@ -131,6 +136,7 @@ export async function chatCommand(options: TurnOptions, globals: GlobalOptions, 
   } finally {
     await watcher?.close();
     await repl?.close();
+    journalClosed();
     disposeStop();
     await harness.dispose();
   }

@@ -24,7 +24,7 @@ import { askInTerminal, SessionAllowances, type Ask, type AskAnswer } from '../a
 import { sessionToResume } from '../find-session.ts';
 import { shellQuote, type Io } from '../env.ts';
 import { printable } from '../format.ts';
-import { exitAfterFlush, onStop, SECOND_STOP_FLUSH_MS, type StopRequest } from '../lifecycle.ts';
+import { exitAfterFlush, holdExitUntil, onStop, SECOND_STOP_FLUSH_MS, type StopRequest } from '../lifecycle.ts';
 import { markdownFor } from '../markdown.ts';
 import { checkPromptSize, readPrompt } from '../prompt.ts';
 import { LiveRenderer } from '../render.ts';
@@ -138,8 +138,13 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
   const json = options.json === true ? new JsonRecords(io) : undefined;
   const live = json ? undefined : new LiveRenderer(io, { markdown: await markdownFor(io) });
   const renderer: RunOutput = json ?? live!;
+  // Settles once the journal is closed (below): a second SIGTERM/SIGHUP (a closed terminal sends
+  // two) waits for it, so the aborted turn's close is journaled before the process exits.
+  let journalClosed!: () => void;
+  const closing = new Promise<void>((done) => (journalClosed = done));
   // From here on the command holds (or is about to hold) a journal: a stop request aborts the turn.
   const disposeStop = onStop((request) => {
+    holdExitUntil(closing);
     stopRequest = request;
     cancelledBy ??= request.label;
     if (request.cause !== 'EPIPE') renderer.line(io.c.yellow(`${request.label}: cancelling the turn…`));
@@ -232,6 +237,7 @@ async function runTurn(harness: Harness, prompt: string, options: RunOptions, gl
   } finally {
     // The journal is closed (flushed, its lock released) before the process may exit on a stop.
     await session?.close().catch(() => undefined);
+    journalClosed();
     disposeStop();
   }
 }

@@ -5,10 +5,10 @@
  * went away (`| head`) is dropped and the command exits 0 (a run says on stderr that its turn was
  * aborted).
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { filesOf, harness, projectRoot, readEvents, run, cleanEnv, bin, start, tempDir, writeProject } from './support.ts';
+import { filesOf, harness, projectRoot, readEvents, run, cleanEnv, bin, start, tempDir, writeProject, pluginModule } from './support.ts';
 
 const project = tempDir('stops');
 const children: { kill: (signal: NodeJS.Signals) => boolean }[] = [];
@@ -94,6 +94,87 @@ describe('SIGTERM and SIGHUP', { timeout: 120_000 }, () => {
     hup.child.kill('SIGHUP');
     expect(await hup.exited).toBe(129);
     expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+});
+
+/**
+ * The sleeper's project plus a plugin that holds an aborted call's close-out for 1.5 s (as the
+ * subagents plugin does until a child's turn ended): a second signal 300 ms after the first always
+ * lands before the turn is journaled.
+ */
+function slowCloseConfig(dir: string): string {
+  const path = writeProject(dir, {
+    defaults: { provider: 'scripted', model: 'sleeper' },
+    plugins: [{ name: 'llm-scripted' }, { name: 'tools-workspace' }, { name: 'approvals' }],
+    scripts: {
+      sleeper: {
+        replies: [{ when: { step: 1 }, reply: { text: 'Running it.', toolCalls: [{ name: 'exec_command', arguments: { command: 'echo started; sleep 25' } }] } }, { reply: { text: 'Done.' } }],
+      },
+    },
+  });
+  writeFileSync(
+    join(dir, 'slow-close.ts'),
+    `import { definePlugin } from ${JSON.stringify(join(projectRoot, 'runtime/index.ts'))};
+export default definePlugin({
+  name: 'slow-close',
+  setup(ctx) {
+    ctx.on('tools/execute', async (payload, next) => {
+      const outcome = await next(payload);
+      if (payload.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 1500));
+      return outcome;
+    });
+  },
+});
+`,
+  );
+  const text = readFileSync(path, 'utf8').replace(`{\n      "module": ${JSON.stringify(pluginModule('approvals'))}\n    }`, (entry) => `${entry},\n    { "module": "./slow-close.ts" }`);
+  expect(text).toContain('./slow-close.ts');
+  writeFileSync(path, text);
+  return path;
+}
+
+describe('a second SIGTERM or SIGHUP (a closed terminal sends two)', { timeout: 120_000 }, () => {
+  const slowConfig = slowCloseConfig(join(project.dir, 'project-slow-close'));
+
+  /** The turn was journaled aborted before the exit: its call's result, its end, no lock; it verifies. */
+  async function expectClosed(home: string): Promise<void> {
+    const { path, files } = journalOf(home);
+    expect(files.filter((name) => name.endsWith('.lock'))).toEqual([]);
+    const events = readEvents(path);
+    expect(events.find((e) => e.type === 'tool/result')?.data.code).toBe('ABORTED');
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 1, reason: 'aborted' } });
+    const verify = await harness(['replay', path, '--verify', '--config', slowConfig], { home });
+    expect(verify.stdout + verify.stderr).not.toContain('never ended');
+    expect(verify.code).toBe(0);
+  }
+
+  it('run: waits for the aborted turn to be journaled, then exits 129 (before: cut off at the tool output)', async () => {
+    const home = join(project.dir, 'home-run-twice');
+    const workspace = join(project.dir, 'ws-run-twice');
+    mkdirSync(workspace, { recursive: true });
+    const h = start(['run', 'Sleep, please.', '--config', slowConfig, '--cwd', workspace, '--approve', 'allow-all'], { home });
+    children.push(h.child);
+    await h.waitFor((o) => o.includes('started'), 'the command output');
+    h.child.kill('SIGHUP');
+    await sleep(300);
+    h.child.kill('SIGHUP');
+    expect(await h.exited).toBe(129);
+    await expectClosed(home);
+  });
+
+  it('chat: the same, exit 143', async () => {
+    const home = join(project.dir, 'home-chat-twice');
+    const workspace = join(project.dir, 'ws-chat-twice');
+    mkdirSync(workspace, { recursive: true });
+    const h = start(['chat', '--config', slowConfig, '--cwd', workspace, '--approve', 'allow-all'], { home });
+    children.push(h.child);
+    h.child.stdin.write('Sleep, please.\n');
+    await h.waitFor((o) => o.includes('started'), 'the command output');
+    h.child.kill('SIGTERM');
+    await sleep(300);
+    h.child.kill('SIGTERM');
+    expect(await h.exited).toBe(143);
+    await expectClosed(home);
   });
 });
 
