@@ -5,10 +5,10 @@
  * went away (`| head`) is dropped and the command exits 0 (a run says on stderr that its turn was
  * aborted).
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { filesOf, harness, projectRoot, readEvents, run, cleanEnv, bin, start, tempDir, writeProject, pluginModule } from './support.ts';
+import { filesOf, harness, projectRoot, readEvents, run, cleanEnv, bin, start, tempDir, writeProject, writeSlowCloseProject } from './support.ts';
 
 const project = tempDir('stops');
 const children: { kill: (signal: NodeJS.Signals) => boolean }[] = [];
@@ -97,44 +97,8 @@ describe('SIGTERM and SIGHUP', { timeout: 120_000 }, () => {
   });
 });
 
-/**
- * The sleeper's project plus a plugin that holds an aborted call's close-out for 1.5 s (as the
- * subagents plugin does until a child's turn ended): a second signal 300 ms after the first always
- * lands before the turn is journaled.
- */
-function slowCloseConfig(dir: string): string {
-  const path = writeProject(dir, {
-    defaults: { provider: 'scripted', model: 'sleeper' },
-    plugins: [{ name: 'llm-scripted' }, { name: 'tools-workspace' }, { name: 'approvals' }],
-    scripts: {
-      sleeper: {
-        replies: [{ when: { step: 1 }, reply: { text: 'Running it.', toolCalls: [{ name: 'exec_command', arguments: { command: 'echo started; sleep 25' } }] } }, { reply: { text: 'Done.' } }],
-      },
-    },
-  });
-  writeFileSync(
-    join(dir, 'slow-close.ts'),
-    `import { definePlugin } from ${JSON.stringify(join(projectRoot, 'runtime/index.ts'))};
-export default definePlugin({
-  name: 'slow-close',
-  setup(ctx) {
-    ctx.on('tools/execute', async (payload, next) => {
-      const outcome = await next(payload);
-      if (payload.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 1500));
-      return outcome;
-    });
-  },
-});
-`,
-  );
-  const text = readFileSync(path, 'utf8').replace(`{\n      "module": ${JSON.stringify(pluginModule('approvals'))}\n    }`, (entry) => `${entry},\n    { "module": "./slow-close.ts" }`);
-  expect(text).toContain('./slow-close.ts');
-  writeFileSync(path, text);
-  return path;
-}
-
 describe('a second SIGTERM or SIGHUP (a closed terminal sends two)', { timeout: 120_000 }, () => {
-  const slowConfig = slowCloseConfig(join(project.dir, 'project-slow-close'));
+  const slowConfig = writeSlowCloseProject(join(project.dir, 'project-slow-close'));
 
   /** The turn was journaled aborted before the exit: its call's result, its end, no lock; it verifies. */
   async function expectClosed(home: string): Promise<void> {

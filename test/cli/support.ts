@@ -99,8 +99,8 @@ export function pluginModule(name: string): string {
 
 export interface ProjectSpec {
   readonly defaults?: { provider: string; model: string };
-  /** Plugins of this repository, by folder name, with their config. */
-  readonly plugins: readonly { name: string; config?: unknown }[];
+  /** Plugins of this repository, by folder name, with their config; `module` for one of the project's own. */
+  readonly plugins: readonly { name: string; module?: string; config?: unknown }[];
   /** Scripts for the scripted model: model id → JSON script (written next to the config). */
   readonly scripts?: Record<string, unknown>;
   /** Other keys of the config (e.g. `dataDir`). */
@@ -119,14 +119,48 @@ export function writeProject(dir: string, spec: ProjectSpec, file = 'harness.con
     writeFileSync(join(dir, `${model}.json`), JSON.stringify(script, null, 2));
     scripts[model] = `./${model}.json`;
   }
-  const plugins = spec.plugins.map(({ name, config }) => {
+  const plugins = spec.plugins.map(({ name, module, config }) => {
     const withScripts = name === 'llm-scripted' && Object.keys(scripts).length ? { scripts, ...((config as object | undefined) ?? {}) } : config;
-    return { module: pluginModule(name), ...(withScripts === undefined ? {} : { config: withScripts }) };
+    return { module: module ?? pluginModule(name), ...(withScripts === undefined ? {} : { config: withScripts }) };
   });
   const config = { ...(spec.extra ?? {}), ...(spec.defaults ? { defaults: spec.defaults } : {}), plugins };
   const path = join(dir, file);
   writeFileSync(path, `export default ${JSON.stringify(config, null, 2)};\n`);
   return path;
+}
+
+/**
+ * A project for stopping a turn while its tool runs: the scripted model `sleeper` (the default)
+ * runs `echo started; sleep 25`, and a plugin holds an aborted call's close-out for 1.5 s (as the
+ * subagents plugin does until a child's turn ended), so a second stop signal 300 ms after the first
+ * always lands before the turn is journaled. Returns the config's path.
+ */
+export function writeSlowCloseProject(dir: string): string {
+  const config = writeProject(dir, {
+    defaults: { provider: 'scripted', model: 'sleeper' },
+    plugins: [{ name: 'llm-scripted' }, { name: 'tools-workspace' }, { name: 'approvals' }, { name: 'slow-close', module: './slow-close.ts' }],
+    scripts: {
+      sleeper: {
+        replies: [{ when: { step: 1 }, reply: { text: 'Running it.', toolCalls: [{ name: 'exec_command', arguments: { command: 'echo started; sleep 25' } }] } }, { reply: { text: 'Done.' } }],
+      },
+    },
+  });
+  writeFileSync(
+    join(dir, 'slow-close.ts'),
+    `import { definePlugin } from ${JSON.stringify(join(projectRoot, 'runtime/index.ts'))};
+export default definePlugin({
+  name: 'slow-close',
+  setup(ctx) {
+    ctx.on('tools/execute', async (payload, next) => {
+      const outcome = await next(payload);
+      if (payload.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 1500));
+      return outcome;
+    });
+  },
+});
+`,
+  );
+  return config;
 }
 
 /** Starts `node bin/harness.js …args` and hands back the child with its output so far. */

@@ -8,10 +8,10 @@
  * child's turn ended), so the second signal always lands before the turn is journaled.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cleanEnv, bin, harness, pluginModule, projectRoot, readEvents, tempDir } from '../cli/support.ts';
+import { cleanEnv, bin, harness, projectRoot, readEvents, tempDir, writeSlowCloseProject } from '../cli/support.ts';
 
 const project = tempDir('serve-stop');
 const children: { kill: (signal: NodeJS.Signals) => boolean }[] = [];
@@ -23,45 +23,7 @@ afterAll(() => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const TOKEN = 'a-serve-token-for-the-stop-test';
 
-/** A model that runs one long command; a plugin that keeps an aborted call's result back for 1.5 s. */
-function writeConfig(dir: string): string {
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
-  writeFileSync(
-    join(dir, 'sleeper.json'),
-    JSON.stringify({
-      replies: [{ when: { step: 1 }, reply: { text: 'Running it.', toolCalls: [{ name: 'exec_command', arguments: { command: 'echo started; sleep 25' } }] } }, { reply: { text: 'Done.' } }],
-    }),
-  );
-  writeFileSync(
-    join(dir, 'slow-close.ts'),
-    `import { definePlugin } from ${JSON.stringify(join(projectRoot, 'runtime/index.ts'))};
-export default definePlugin({
-  name: 'slow-close',
-  setup(ctx) {
-    ctx.on('tools/execute', async (payload, next) => {
-      const outcome = await next(payload);
-      if (payload.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 1500));
-      return outcome;
-    });
-  },
-});
-`,
-  );
-  const config = {
-    defaults: { provider: 'scripted', model: 'sleeper' },
-    plugins: [
-      { module: pluginModule('llm-scripted'), config: { scripts: { sleeper: './sleeper.json' } } },
-      { module: pluginModule('tools-workspace') },
-      { module: pluginModule('approvals') },
-      { module: './slow-close.ts' },
-    ],
-  };
-  const path = join(dir, 'harness.config.ts');
-  writeFileSync(path, `export default ${JSON.stringify(config, null, 2)};\n`);
-  return path;
-}
-const config = writeConfig(join(project.dir, 'project'));
+const config = writeSlowCloseProject(join(project.dir, 'project'));
 
 /** Starts serve, runs the sleeper's turn until its command printed, and hands back the process. */
 async function serveWithRunningTool(name: string) {
